@@ -1,0 +1,82 @@
+"""expediter: offer tools to LLMs and run the model's tool calls safely.
+
+The public names are imported lazily (PEP 562), so ``import expediter`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from expediter.__about__ import __version__
+
+if TYPE_CHECKING:
+    from expediter import errors
+    from expediter.core.authoring import Toolbox, action, tool
+    from expediter.core.catalogue import PackInfo, ToolInfo
+    from expediter.core.host import Host
+    from expediter.core.model import CallEvent, ToolCall
+    from expediter.hookspecs import hookimpl, hookspec
+    from expediter.hookspecs.tool import (
+        Action,
+        CallContext,
+        ConfigField,
+        Decision,
+        ToolError,
+        ToolResult,
+    )
+
+_EXPORTS = {
+    "hookimpl": "expediter.hookspecs",
+    "hookspec": "expediter.hookspecs",
+    "tool": "expediter.core.authoring",
+    "action": "expediter.core.authoring",
+    "Toolbox": "expediter.core.authoring",
+    "Action": "expediter.hookspecs.tool",
+    "CallContext": "expediter.hookspecs.tool",
+    "ConfigField": "expediter.hookspecs.tool",
+    "Decision": "expediter.hookspecs.tool",
+    "ToolError": "expediter.hookspecs.tool",
+    "ToolResult": "expediter.hookspecs.tool",
+    "ToolCall": "expediter.core.model",
+    "CallEvent": "expediter.core.model",
+    "ToolInfo": "expediter.core.catalogue",
+    "PackInfo": "expediter.core.catalogue",
+    "Host": "expediter.core.host",
+}
+
+__all__ = [
+    "Action",
+    "CallContext",
+    "CallEvent",
+    "ConfigField",
+    "Decision",
+    "Host",
+    "PackInfo",
+    "ToolCall",
+    "ToolError",
+    "ToolInfo",
+    "ToolResult",
+    "Toolbox",
+    "__version__",
+    "action",
+    "errors",
+    "hookimpl",
+    "hookspec",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "errors":
+        return importlib.import_module("expediter.errors")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'expediter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

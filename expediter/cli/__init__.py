@@ -1,0 +1,108 @@
+"""The ``expediter`` command line."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+from expediter.__about__ import __version__
+
+if TYPE_CHECKING:
+    from expediter.core.host import Host
+
+__all__ = ["CliState", "cli", "main", "pass_state"]
+
+
+class _Formatter(logging.Formatter):
+    """One line per record; tracebacks only at ``-v`` and above or for tool crashes."""
+
+    def __init__(self, verbose: int) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self.verbose = verbose
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.levelno < logging.ERROR and self.verbose < 1:
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+        return super().format(record)
+
+
+def _configure_logging(verbose: int) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Formatter(verbose))
+    root = logging.getLogger("expediter")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    root.propagate = False
+
+
+class CliState:
+    """Options shared by every command; the host is created on first use."""
+
+    def __init__(self, tools_dirs: Sequence[str], refresh: bool) -> None:
+        self.tools_dirs = tuple(tools_dirs)
+        self.refresh = refresh
+        self._host: Host | None = None
+
+    def host(self, plugins: Sequence[object] = ()) -> Host:
+        """The host configured from the environment and the global options."""
+        if self._host is None:
+            from expediter.core.host import Host
+            from expediter.errors import PluginLoadError
+
+            try:
+                self._host = Host.from_env(
+                    tools_path=self.tools_dirs, plugins=plugins, refresh=self.refresh
+                )
+            except PluginLoadError as exc:
+                raise click.ClickException(str(exc)) from exc
+        return self._host
+
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="expediter")
+@click.option(
+    "--tools-dir",
+    "tools_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A directory of tool modules (each module is one tool); repeatable. "
+    "Added to EXPEDITER_TOOLS_PATH.",
+)
+@click.option(
+    "--refresh", is_flag=True, help="Rebuild the cached tool manifest (imports every pack)."
+)
+@click.option("-v", "--verbose", count=True, help="Log more (-vv for debug).")
+@click.pass_context
+def cli(ctx: click.Context, tools_dirs: tuple[str, ...], refresh: bool, verbose: int) -> None:
+    """expediter: offer tools to LLMs and run their calls safely.
+
+    Tools come from installed tool packs (the `expediter` entry-point group), from tools
+    directories (EXPEDITER_TOOLS_PATH, --tools-dir) and from the built-ins.
+    """
+    _configure_logging(verbose)
+    ctx.obj = CliState(tools_dirs, refresh)
+
+
+def _register_commands() -> None:
+    from expediter.cli import call as call_commands
+    from expediter.cli import demo as demo_commands
+    from expediter.cli import tools as tools_commands
+
+    cli.add_command(tools_commands.plugins)
+    cli.add_command(tools_commands.tools)
+    cli.add_command(call_commands.call)
+    cli.add_command(demo_commands.demo)
+
+
+_register_commands()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line (the ``expediter`` console script)."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="expediter")

@@ -1,0 +1,63 @@
+"""``expediter call TOOL ACTION``: run one action by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from expediter.cli import CliState, pass_state
+from expediter.cli.output import echo_json
+
+__all__ = ["USAGE_ERRORS", "call", "exit_code"]
+
+#: Error types that mean the call itself was wrong (exit status 2), not the tool.
+USAGE_ERRORS = frozenset({"ArgumentError", "ToolNotFound", "ToolConflict", "ActionNotFound"})
+
+
+def exit_code(status: str, error_type: str | None) -> int:
+    """0 for a completed call, 2 for bad usage or bad arguments, 1 for any other error."""
+    if status == "completed":
+        return 0
+    return 2 if error_type in USAGE_ERRORS else 1
+
+
+@click.command()
+@click.argument("tool")
+@click.argument("action")
+@click.option(
+    "--args",
+    "args_json",
+    default="{}",
+    metavar="JSON",
+    help="The arguments as a JSON object (default: {}).",
+)
+@click.option("--user", "user_id", default=None, help="Call on behalf of this user id.")
+@click.option("--json", "as_json", is_flag=True, help="Print the call's event as JSON.")
+@pass_state
+def call(
+    state: CliState, tool: str, action: str, args_json: str, user_id: str | None, as_json: bool
+) -> None:
+    """Run one action of a tool through the host and print the result.
+
+    Exit status: 0 when the call completed, 1 when it ended in an error result,
+    2 for bad usage or bad arguments.
+    """
+    try:
+        arguments = json.loads(args_json)
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"--args is not valid JSON: {exc}") from exc
+    if not isinstance(arguments, dict):
+        raise click.UsageError(f"--args must be a JSON object, not {type(arguments).__name__}")
+    event = state.host().call(tool, action, arguments, user_id=user_id)
+    if as_json:
+        echo_json(event.to_dict())
+    elif event.ok:
+        result = event.result
+        click.echo(
+            result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
+        )
+    else:
+        click.echo(f"error ({event.error_type}): {event.error}", err=True)
+    sys.exit(exit_code(event.status, event.error_type))

@@ -1,0 +1,167 @@
+"""``expediter plugins``, ``expediter tools list`` and ``expediter tools show``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from expediter.cli import CliState, pass_state
+from expediter.cli.output import echo_json, echo_table, shorten, warn
+
+__all__ = ["plugins", "tools"]
+
+
+def _warn_problems(state: CliState) -> None:
+    host = state.host()
+    for pack in host.packs:
+        if pack.error:
+            warn(f"pack {pack.name!r} failed to load: {shorten(pack.error, 200)}")
+    for conflict in host.conflicts:
+        warn(conflict.message)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def plugins(state: CliState, as_json: bool) -> None:
+    """List tool packs: version, source, hooks, tools and load errors."""
+    host = state.host()
+    packs = sorted(host.packs, key=lambda pack: (pack.source != "built-in", pack.name))
+    conflicts = {conflict.tool: conflict for conflict in host.conflicts}
+    if as_json:
+        rows = []
+        for pack in packs:
+            row = pack.to_dict()
+            row["conflicts"] = [
+                conflicts[name].message
+                for name in conflicts
+                if any(entry[0] == pack.name for entry in conflicts[name].packs)
+            ]
+            rows.append(row)
+        echo_json(rows)
+        return
+    echo_table(
+        ["NAME", "VERSION", "SOURCE", "TOOLS", "HOOKS", "ERROR"],
+        [
+            [
+                pack.name,
+                pack.version or "-",
+                pack.source,
+                ", ".join(pack.tools) or "-",
+                ", ".join(pack.hooks) or "-",
+                shorten(pack.error, 60) if pack.error else "",
+            ]
+            for pack in packs
+        ],
+    )
+    for conflict in host.conflicts:
+        warn(conflict.message)
+
+
+@click.group()
+def tools() -> None:
+    """See the tools the host offers."""
+
+
+@tools.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--all", "include_internal", is_flag=True, help="Include internal tools.")
+@pass_state
+def list_tools(state: CliState, as_json: bool, include_internal: bool) -> None:
+    """List the offered tools and their actions."""
+    host = state.host()
+    infos = host.catalogue(include_internal=include_internal)
+    if as_json:
+        echo_json([info.summary() for info in infos])
+        _warn_problems(state)
+        return
+    echo_table(
+        ["NAME", "ACTIONS", "PACK", "SOURCE", "DESCRIPTION"],
+        [
+            [
+                info.name + (" (internal)" if info.internal else ""),
+                ", ".join(info.summary()["actions"]),
+                info.pack,
+                info.source,
+                shorten(info.description, 60),
+            ]
+            for info in infos
+        ],
+    )
+    _warn_problems(state)
+
+
+def _type_text(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(kind)
+    if kind == "array":
+        return f"array of {_type_text(schema.get('items') or {})}"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rpartition("/")[2]
+    if "anyOf" in schema:
+        return " | ".join(_type_text(item) for item in schema["anyOf"])
+    return str(kind or "any")
+
+
+@tools.command("show")
+@click.argument("tool")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def show_tool(state: CliState, tool: str, as_json: bool) -> None:
+    """Show a tool's actions, their parameter schemas and its config fields."""
+    from expediter.errors import ToolNotFound
+
+    try:
+        info = state.host().tool_info(tool)
+    except ToolNotFound as exc:
+        raise click.UsageError(str(exc)) from exc
+    if as_json:
+        echo_json(info.to_dict())
+        return
+    flags = [
+        flag for flag, on in (("internal", info.internal), ("user-scoped", info.user_scoped)) if on
+    ]
+    click.echo(
+        f"{info.name}  (pack {info.pack} {info.version or ''}, {info.source}"
+        + (", " + ", ".join(flags) if flags else "")
+        + ")"
+    )
+    if info.description:
+        click.echo(f"  {info.description}")
+    for action in info.actions:
+        click.echo("")
+        marks = [
+            mark
+            for mark, on in (
+                ("needs approval", action.require_approval),
+                ("inactive", not action.active),
+            )
+            if on
+        ]
+        suffix = f"  [{', '.join(marks)}]" if marks else ""
+        click.echo(f"  {action.name}{suffix}: {action.description}")
+        properties = action.parameters.get("properties", {})
+        required = set(action.parameters.get("required", []))
+        for name, schema in properties.items():
+            need = "required" if name in required else "optional"
+            if "default" in schema:
+                need += f", default {json.dumps(schema['default'])}"
+            text = schema.get("description", "")
+            click.echo(f"    {name}: {_type_text(schema)} ({need})  {text}".rstrip())
+        if not properties:
+            click.echo("    (no parameters)")
+    click.echo("")
+    if info.config:
+        click.echo("  config:")
+        for field in info.config:
+            bits = [field.type, "required" if field.required else "optional"]
+            if field.secret:
+                bits.append("secret")
+            click.echo(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip())
+    else:
+        click.echo("  config: none")

@@ -1,0 +1,63 @@
+"""A private event loop on a background thread, so synchronous callers can run async tools."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable
+from typing import Any, TypeVar, final
+
+__all__ = ["BackgroundLoop"]
+
+T = TypeVar("T")
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+@final
+class BackgroundLoop:
+    """One long-lived loop per host: async tools keep their clients across calls."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="expediter-loop", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
+        """Run an awaitable on the loop and wait for its result."""
+        loop = self._start()
+        future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+    def __del__(self) -> None:
+        loop: Any = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)

@@ -1,0 +1,431 @@
+"""The host: what is installed, the tool instances, and running one call end to end."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+
+from expediter.core import manifest
+from expediter.core.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
+from expediter.core.model import CallEvent
+from expediter.core.settings import BUILTIN_DIR, PluginSettings, expediter_home, split_paths
+from expediter.errors import (
+    ActionNotFound,
+    ArgumentError,
+    PluginLoadError,
+    ToolConflict,
+    ToolNotFound,
+)
+from expediter.hookspecs.tool import Action, CallContext
+
+if TYPE_CHECKING:
+    # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
+    # needs none of them, so they are imported where they are first used.
+    import pluggy
+
+    from expediter.core.discovery import LoadedPack
+    from expediter.core.eventloop import BackgroundLoop
+    from expediter.core.registry import LoadedTool, Registry, ToolType
+
+__all__ = ["Host"]
+
+logger = logging.getLogger(__name__)
+
+_HOST_PACK = "host"
+
+
+@attrs.frozen
+class _Prepared:
+    loaded: LoadedTool
+    action: Action
+    arguments: dict[str, Any]
+    context: CallContext
+
+
+@attrs.define
+class _Call:
+    tool: str
+    action: str
+    arguments: Mapping[str, Any] | None
+    user_id: str | None
+    run_id: str
+    call_id: str
+    started: float
+    instance_id: str | None = None
+
+
+def _undeclared(action: Action, arguments: Mapping[str, Any]) -> list[str]:
+    schema = action.parameters
+    properties = schema.get("properties")
+    if properties is None or schema.get("additionalProperties"):
+        return []
+    return [name for name in arguments if name not in properties and name not in action.fixed]
+
+
+@final
+class Host:
+    """Discovers tool packs, offers their tools, and runs calls.
+
+    ``Host()`` offers installed packs and the built-ins; ``Host.from_env()`` also reads
+    ``EXPEDITER_TOOLS_PATH`` and ``EXPEDITER_DATABASE_URL``. The plugin switches
+    (``EXPEDITER_DISABLE_PLUGINS`` and friends) are operator controls and always apply.
+    ``plugins`` adds in-process tools and host plugins; ``builtins=False`` hides the built-ins.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        tools_path: Iterable[str | os.PathLike[str]] = (),
+        autoload: bool = True,
+        *,
+        plugins: Iterable[object] = (),
+        home: str | os.PathLike[str] | None = None,
+        refresh: bool = False,
+        builtins: bool = True,
+    ) -> None:
+        self.database_url = database_url
+        self.home = Path(home) if home is not None else expediter_home()
+        self.settings = PluginSettings.from_env(
+            autoload=autoload, tools_path=tools_path, builtins=builtins
+        )
+        self._packs: dict[str, LoadedPack] = {}
+        self._catalogue = self._discover(refresh=refresh)
+        extra = list(plugins)
+        if extra:
+            from expediter.core.discovery import load_objects
+
+            self._add_host_pack(load_objects(_HOST_PACK, extra))
+        if self.settings.strict and self._catalogue.errors:
+            raise PluginLoadError(
+                "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set):\n  "
+                + "\n  ".join(self._catalogue.errors)
+            )
+        self._plugin_manager: pluggy.PluginManager | None = None
+        self._wrappers: list[object] | None = None
+        self._registry: Registry | None = None
+        self._loop: BackgroundLoop | None = None
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        tools_path: Iterable[str | os.PathLike[str]] = (),
+        plugins: Iterable[object] = (),
+        refresh: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> Host:
+        """Configure from ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``."""
+        env = os.environ if environ is None else environ
+        return cls(
+            database_url=env.get("EXPEDITER_DATABASE_URL") or None,
+            tools_path=[*split_paths(env.get("EXPEDITER_TOOLS_PATH")), *tools_path],
+            plugins=plugins,
+            refresh=refresh,
+        )
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    @property
+    def registry(self) -> Registry:
+        """The loaded tool instances and their dispatch relays."""
+        if self._registry is None:
+            from expediter.core.registry import Registry
+
+            self._registry = Registry(self._resolve_type, self._host_wrappers)
+        return self._registry
+
+    def _discover(self, *, refresh: bool) -> Catalogue:
+        key = manifest.cache_key(self.settings, BUILTIN_DIR)
+        path = manifest.cache_file(self.home, self.settings)
+        if not refresh:
+            cached = manifest.read(path, key)
+            if cached is not None:
+                return cached
+        from expediter.core.discovery import build_catalogue, find_packs, load_pack
+
+        loaded = [load_pack(ref) for ref in find_packs(self.settings)]
+        self._packs.update((pack.info.name, pack) for pack in loaded)
+        catalogue = build_catalogue(loaded)
+        if any(pack.error for pack in catalogue.packs):
+            logger.debug("not caching the manifest: some packs failed to load")
+        else:
+            manifest.write(path, key, catalogue)
+        return catalogue
+
+    def _add_host_pack(self, pack: LoadedPack) -> None:
+        from expediter.core.discovery import resolve_conflicts
+
+        self._packs[pack.info.name] = pack
+        offered, conflicts = resolve_conflicts(
+            [*self._catalogue.tools, *pack.infos], self._catalogue.conflicts
+        )
+        self._catalogue = Catalogue(
+            packs=(*self._catalogue.packs, pack.info),
+            tools=tuple(offered),
+            conflicts=tuple(conflicts),
+        )
+
+    def _pack(self, name: str) -> LoadedPack:
+        pack = self._packs.get(name)
+        if pack is None:
+            info = self._catalogue.pack(name)
+            if info is None:
+                raise ToolNotFound(f"no tool pack named {name!r}")
+            from expediter.core.discovery import PackRef, load_pack
+
+            ref = PackRef(info.name, info.version, info.source, info.location)
+            pack = load_pack(ref, describe=False)
+            self._packs[name] = pack
+        return pack
+
+    def _resolve_type(self, name: str) -> ToolType:
+        info = self.tool_info(name)
+        for tool_type in self._pack(info.pack).types:
+            if tool_type.name == name:
+                return tool_type
+        raise ToolNotFound(
+            f"pack {info.pack!r} no longer provides tool {name!r}; "
+            "run `expediter --refresh tools list` to rebuild the tool cache"
+        )
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The host's plugin manager: packs implementing host hooks, and ``plugins=`` objects."""
+        if self._plugin_manager is None:
+            import pluggy
+
+            from expediter.hookspecs import PROJECT_NAME
+            from expediter.hookspecs import host as host_spec
+            from expediter.hookspecs import tool as tool_spec
+
+            manager = pluggy.PluginManager(PROJECT_NAME)
+            manager.add_hookspecs(tool_spec)
+            manager.add_hookspecs(host_spec)
+            for info in self._catalogue.packs:
+                if not set(info.host_hooks) - {"register_tools"}:
+                    continue
+                for name, obj in self._pack(info.name).host_plugins:
+                    if not manager.is_registered(obj):
+                        manager.register(obj, name=name)
+            self._plugin_manager = manager
+        return self._plugin_manager
+
+    def _host_wrappers(self) -> list[object]:
+        if self._wrappers is None:
+            from expediter.core.registry import wrapper_shims
+
+            self._wrappers = wrapper_shims(self.plugin_manager)
+        return self._wrappers
+
+    # -- what is installed ---------------------------------------------------------------------
+
+    def catalogue(self, include_internal: bool = False) -> list[ToolInfo]:
+        """The offered tools, sorted by name (internal tools only when asked)."""
+        tools = [info for info in self._catalogue.tools if include_internal or not info.internal]
+        return sorted(tools, key=lambda info: info.name)
+
+    @property
+    def packs(self) -> list[PackInfo]:
+        """Every pack discovery found, including those that failed to load."""
+        return list(self._catalogue.packs)
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        """Tool names that several packs register (none of them is offered)."""
+        return list(self._catalogue.conflicts)
+
+    def tool_info(self, name: str) -> ToolInfo:
+        """Return an offered tool, or raise ToolNotFound (ToolConflict when packs collide)."""
+        info = self._catalogue.tool(name)
+        if info is not None:
+            return info
+        conflict = self._catalogue.conflict(name)
+        if conflict is not None:
+            raise ToolConflict(conflict.message)
+        names = [tool.name for tool in self._catalogue.tools]
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        failed = [pack.name for pack in self._catalogue.packs if pack.error and name in pack.name]
+        if failed:
+            hint += f" (pack {failed[0]!r} failed to load: see `expediter plugins`)"
+        raise ToolNotFound(f"no tool named {name!r}{hint}")
+
+    # -- calling --------------------------------------------------------------------------------
+
+    def _secret(self, name: str, context: CallContext) -> str | None:
+        value = self.plugin_manager.hook.resolve_secret(name=name, context=context)
+        return value if isinstance(value, str) else None
+
+    def _prepare(
+        self,
+        tool: str,
+        action: str,
+        arguments: Mapping[str, Any] | None,
+        user_id: str | None,
+        run_id: str,
+        call_id: str,
+    ) -> _Prepared:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise ArgumentError(
+                f"arguments for {tool}.{action} must be a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        loaded = self.registry.load(tool, user_id)
+        context = CallContext(
+            user_id=user_id,
+            owner_id=loaded.user_id,
+            instance_id=loaded.instance_id,
+            tool=tool,
+            run_id=run_id,
+            call_id=call_id,
+            secret_resolver=self._secret,
+        )
+        actions = loaded.actions(context)
+        found = actions.get(action)
+        if found is None or not found.active:
+            available = ", ".join(name for name, item in actions.items() if item.active) or "none"
+            raise ActionNotFound(f"tool {tool!r} has no action {action!r} (available: {available})")
+        undeclared = _undeclared(found, arguments)
+        if undeclared:
+            expected = ", ".join(found.parameters.get("properties", {})) or "none"
+            raise ArgumentError(
+                f"{tool}.{action}: unknown argument {undeclared[0]!r} (expected: {expected})",
+                parameter=undeclared[0],
+            )
+        merged = {**arguments, **found.fixed}
+        return _Prepared(loaded, found, merged, context)
+
+    def _new_call(
+        self,
+        tool: str,
+        action: str,
+        arguments: Mapping[str, Any] | None,
+        user_id: str | None,
+        run_id: str | None,
+        call_id: str | None,
+    ) -> _Call:
+        return _Call(
+            tool=tool,
+            action=action,
+            arguments=arguments,
+            user_id=user_id,
+            run_id=run_id or uuid.uuid4().hex,
+            call_id=call_id or f"call_{uuid.uuid4().hex[:12]}",
+            started=time.perf_counter(),
+        )
+
+    def _begin(self, call: _Call) -> Any:
+        """Check the call and start the tool: returns its value or an awaitable of it."""
+        prepared = self._prepare(
+            call.tool, call.action, call.arguments, call.user_id, call.run_id, call.call_id
+        )
+        call.instance_id = prepared.loaded.instance_id
+        return prepared.loaded.call(
+            action=call.action, arguments=prepared.arguments, context=prepared.context
+        )
+
+    def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
+        """Normalize the tool's value or exception into the final event."""
+        from expediter.core.results import outcome_from_exception, outcome_from_value
+
+        if exc is None:
+            try:
+                outcome = outcome_from_value(value)
+            except Exception as problem:
+                exc = problem
+        if exc is not None:
+            outcome = outcome_from_exception(exc)
+            if outcome.crashed:
+                logger.error(
+                    "tool %s action %s raised %s",
+                    call.tool,
+                    call.action,
+                    type(exc).__name__,
+                    exc_info=exc,
+                    extra={"tool": call.tool, "action": call.action},
+                )
+        arguments = call.arguments
+        return CallEvent(
+            status="completed" if outcome.ok else "error",
+            key=f"{call.run_id}:{call.call_id}",
+            call_id=call.call_id,
+            name=call.action,
+            tool=call.tool,
+            action=call.action,
+            arguments=arguments if isinstance(arguments, Mapping) else {},
+            result=outcome.value,
+            error=outcome.error,
+            error_type=outcome.error_type,
+            duration_ms=round((time.perf_counter() - call.started) * 1000, 3),
+            instance_id=call.instance_id,
+            user_id=call.user_id,
+        )
+
+    def call(
+        self,
+        tool: str,
+        action: str,
+        arguments: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        *,
+        run_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallEvent:
+        """Run one action of one tool and return the final event; never raises for tool errors."""
+        call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
+        try:
+            value = self._begin(call)
+            if inspect.isawaitable(value):
+                value = self._background_loop().run(value)
+        except Exception as exc:
+            return self._end(call, exc=exc)
+        return self._end(call, value)
+
+    async def acall(
+        self,
+        tool: str,
+        action: str,
+        arguments: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        *,
+        run_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallEvent:
+        """Async ``call``: async tools are awaited on the caller's event loop."""
+        call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
+        try:
+            value = self._begin(call)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            return self._end(call, exc=exc)
+        return self._end(call, value)
+
+    def _background_loop(self) -> BackgroundLoop:
+        if self._loop is None:
+            from expediter.core.eventloop import BackgroundLoop
+
+            self._loop = BackgroundLoop()
+        return self._loop
+
+    def close(self) -> None:
+        """Stop the background loop used for async tools."""
+        if self._loop is not None:
+            self._loop.close()
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,87 @@
+"""Turn what a tool returned (or raised) into an outcome: ok with JSON data, or an error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from expediter.core.conversion import NotJSON, to_json_value
+from expediter.errors import ActionNotFound, ArgumentError, ToolNotFound
+from expediter.hookspecs.tool import ToolError, ToolResult
+
+__all__ = ["Outcome", "outcome_from_exception", "outcome_from_value"]
+
+
+@attrs.frozen
+class Outcome:
+    """A call's normalized result."""
+
+    status: Literal["ok", "error"]
+    value: Any = None
+    error: str | None = None
+    #: ``ArgumentError``, ``ToolNotFound``, ``ToolError``, or the type of the exception raised.
+    error_type: str | None = None
+    #: Whether the error came from the tool raising an unexpected exception.
+    crashed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.status == "ok"
+
+
+def _json_or_error(value: Any) -> tuple[Any, str | None]:
+    try:
+        return to_json_value(value), None
+    except NotJSON as exc:
+        return None, f"the tool's result cannot be sent to the model: {exc}"
+
+
+def _in_band_error(value: Mapping[str, Any]) -> str | None:
+    if value.get("status") == "error":
+        detail = value.get("error") or value.get("message") or "the tool reported an error"
+        return str(detail)
+    error = value.get("error")
+    if error:
+        return error if isinstance(error, str) else str(to_json_value(error))
+    return None
+
+
+def outcome_from_value(value: Any) -> Outcome:
+    """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
+    if isinstance(value, BaseException):
+        return outcome_from_exception(value)
+    if isinstance(value, ToolResult):
+        data, problem = _json_or_error(value.value)
+        if problem is not None:
+            return Outcome("error", error=problem, error_type="ResultError")
+        if value.status == "error":
+            message = value.error or (
+                data if isinstance(data, str) else "the tool reported an error"
+            )
+            return Outcome("error", value=data, error=message, error_type="ToolError")
+        return Outcome("ok", value=data)
+    data, problem = _json_or_error(value)
+    if problem is not None:
+        return Outcome("error", error=problem, error_type="ResultError")
+    if isinstance(data, Mapping):
+        reported = _in_band_error(data)
+        if reported is not None:
+            return Outcome("error", value=data, error=reported, error_type="ToolError")
+    return Outcome("ok", value=data)
+
+
+def outcome_from_exception(exc: BaseException) -> Outcome:
+    """Normalize an exception: expected errors keep their message, others name their type."""
+    if isinstance(exc, ArgumentError):
+        return Outcome("error", error=exc.message, error_type="ArgumentError")
+    if isinstance(exc, ToolNotFound | ActionNotFound):
+        return Outcome("error", error=str(exc), error_type=type(exc).__name__)
+    if isinstance(exc, ToolError):
+        data, _ = _json_or_error(exc.data)
+        return Outcome("error", value=data, error=exc.message, error_type="ToolError")
+    message = str(exc)
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return Outcome("error", error=text, error_type=type(exc).__name__, crashed=True)

@@ -1,0 +1,62 @@
+"""The exceptions expediter raises; every message says what to do next."""
+
+from __future__ import annotations
+
+from expediter.hookspecs.tool import ToolError
+
+__all__ = [
+    "ActionNotFound",
+    "ApprovalRequired",
+    "ArgumentError",
+    "EgressBlocked",
+    "ExpediterError",
+    "LedgerError",
+    "PluginLoadError",
+    "SchemaError",
+    "ToolConflict",
+    "ToolNotFound",
+]
+
+
+class ExpediterError(Exception):
+    """Base class of every expediter error."""
+
+
+class ToolNotFound(ExpediterError, LookupError):
+    """No tool of that name is offered (not installed, disabled, failed to load, or in conflict)."""
+
+
+class ToolConflict(ToolNotFound):
+    """Several packs register the same tool name, so none of them is offered."""
+
+
+class ActionNotFound(ExpediterError, LookupError):
+    """The tool has no active action of that name."""
+
+
+class ArgumentError(ExpediterError, ToolError):
+    """The arguments for an action are malformed: wrong type, missing, or not declared."""
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        ToolError.__init__(self, message)
+        self.parameter = parameter
+
+
+class SchemaError(ExpediterError, TypeError):
+    """A tool's signature cannot be turned into a JSON Schema (an unsupported type hint)."""
+
+
+class PluginLoadError(ExpediterError):
+    """A tool pack could not be loaded (raised only with EXPEDITER_STRICT_PLUGINS=1)."""
+
+
+class ApprovalRequired(ExpediterError):
+    """The call needs a human's approval before it may run."""
+
+
+class LedgerError(ExpediterError):
+    """The ledger could not record or read a call."""
+
+
+class EgressBlocked(ExpediterError):
+    """An outbound request was refused by the egress guard."""

@@ -1,0 +1,267 @@
+"""The tool contract: the four hooks a tool implements and the records they exchange.
+
+A tool is any pluggy plugin (module, class instance) implementing these hooks with
+``@expediter.hookimpl``. Most authors use ``@expediter.tool`` or ``expediter.Toolbox``, which
+implement them from typed Python functions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from expediter.hookspecs import hookspec
+
+__all__ = [
+    "Action",
+    "CallContext",
+    "ConfigField",
+    "Decision",
+    "ToolError",
+    "ToolResult",
+    "config_requirements",
+    "execute_action",
+    "get_actions_metadata",
+    "preview_decision",
+]
+
+ConfigType = Literal["string", "integer", "number", "boolean", "object", "array"]
+
+
+def _empty_object_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+def _mapping(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value) if value else {}
+
+
+@attrs.frozen
+class Action:
+    """One operation a tool offers to the model."""
+
+    name: str
+    description: str = ""
+    #: A complete JSON Schema (``type: object``) for the arguments.
+    parameters: Mapping[str, Any] = attrs.field(factory=_empty_object_schema, converter=dict)
+    #: Operator-fixed argument values: never shown to the model, and they win over its values.
+    fixed: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+    require_approval: bool = False
+    active: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form of this action."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+            "fixed": dict(self.fixed),
+            "require_approval": self.require_approval,
+            "active": self.active,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Action:
+        """Build an action from its JSON form."""
+        return cls(
+            name=data["name"],
+            description=data.get("description", ""),
+            parameters=data.get("parameters") or _empty_object_schema(),
+            fixed=data.get("fixed") or {},
+            require_approval=bool(data.get("require_approval", False)),
+            active=bool(data.get("active", True)),
+        )
+
+
+def _optional_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class ConfigField:
+    """One setting an instance of a tool needs (an API key, a base URL, a choice)."""
+
+    name: str
+    type: ConfigType = "string"
+    label: str | None = None
+    description: str = ""
+    required: bool = False
+    #: Secret values are stored encrypted, never logged and never shown back.
+    secret: bool = False
+    default: Any = None
+    enum: tuple[Any, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    #: Only relevant when the named fields have these values, e.g. ``{"auth": "bearer"}``.
+    depends_on: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form of this field."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "label": self.label,
+            "description": self.description,
+            "required": self.required,
+            "secret": self.secret,
+            "default": self.default,
+            "enum": None if self.enum is None else list(self.enum),
+            "depends_on": None if self.depends_on is None else dict(self.depends_on),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConfigField:
+        """Build a field from its JSON form."""
+        return cls(
+            name=data["name"],
+            type=data.get("type", "string"),
+            label=data.get("label"),
+            description=data.get("description", ""),
+            required=bool(data.get("required", False)),
+            secret=bool(data.get("secret", False)),
+            default=data.get("default"),
+            enum=data.get("enum"),
+            depends_on=data.get("depends_on"),
+        )
+
+
+SecretResolver = Callable[[str, "CallContext"], "str | None"]
+
+
+@attrs.frozen(kw_only=True)
+class CallContext:
+    """Who is calling which tool instance, in which run, and with which limits. Immutable."""
+
+    #: The user on whose behalf the model is calling (the invoker).
+    user_id: str | None = None
+    #: The user who owns the tool instance (its configuration and credentials).
+    owner_id: str | None = None
+    instance_id: str | None = None
+    tool: str | None = None
+    #: The conversation or headless run this call belongs to.
+    run_id: str | None = None
+    message_id: str | None = None
+    call_id: str | None = None
+    headless: bool = False
+    attachments: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    #: Wall-clock time (``time.time()``) by which the call should finish, or None.
+    deadline: float | None = None
+    cancel_event: threading.Event | None = attrs.field(default=None, eq=False, repr=False)
+    #: The tool's own persistent storage, when the host has a database.
+    storage: Any = attrs.field(default=None, eq=False, repr=False)
+    secret_resolver: SecretResolver | None = attrs.field(default=None, eq=False, repr=False)
+
+    def get_secret(self, name: str) -> str | None:
+        """Return the named secret for this tool instance, or None when no provider has it."""
+        if self.secret_resolver is None:
+            return None
+        return self.secret_resolver(name, self)
+
+    def time_left(self) -> float | None:
+        """Seconds until the deadline (never negative), or None without a deadline."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.time())
+
+    def is_cancelled(self) -> bool:
+        """Whether the host has asked this call to stop."""
+        return self.cancel_event is not None and self.cancel_event.is_set()
+
+
+@attrs.frozen
+class Decision:
+    """Whether one call may run: allowed, needs a human's approval, or denied."""
+
+    require_approval: bool = False
+    #: A forced prompt cannot be bypassed by any allowlist (e.g. deleting data).
+    forced: bool = False
+    deny: bool = False
+    reason: str | None = None
+
+    @property
+    def verdict(self) -> Literal["allow", "ask", "deny"]:
+        """The decision as one word: ``deny`` beats ``ask`` beats ``allow``."""
+        if self.deny:
+            return "deny"
+        if self.require_approval or self.forced:
+            return "ask"
+        return "allow"
+
+    @classmethod
+    def allow(cls, reason: str | None = None) -> Decision:
+        """The call may run without asking."""
+        return cls(reason=reason)
+
+    @classmethod
+    def ask(cls, reason: str | None = None, *, forced: bool = False) -> Decision:
+        """A human must approve the call first."""
+        return cls(require_approval=True, forced=forced, reason=reason)
+
+    @classmethod
+    def denied(cls, reason: str | None = None) -> Decision:
+        """The call must not run."""
+        return cls(deny=True, reason=reason)
+
+
+@attrs.frozen
+class ToolResult:
+    """A tool's result with an explicit status; return it to report an in-band error."""
+
+    value: Any = None
+    status: Literal["ok", "error"] = "ok"
+    #: The error message for the model when ``status`` is ``"error"``.
+    error: str | None = None
+    #: Extra data for the host and the ledger; never shown to the model.
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.status == "ok"
+
+
+class ToolError(Exception):
+    """An error the tool reports to the model: raise it or return it from an action."""
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, ToolError)
+        return (self.message, self.data) == (other.message, other.data)
+
+    __hash__ = Exception.__hash__
+
+
+# -- hook specifications ---------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def get_actions_metadata(context: CallContext) -> list[Action]:  # type: ignore[empty-body]
+    """Return the actions this tool offers in this context."""
+
+
+@hookspec(firstresult=True)
+def execute_action(action: str, arguments: dict[str, Any], context: CallContext) -> Any:
+    """Run one action; return a JSON-able value, a ToolResult, or an awaitable of either."""
+
+
+@hookspec(firstresult=True)
+def preview_decision(
+    action: str, arguments: dict[str, Any], context: CallContext
+) -> Decision | None:
+    """Say whether this particular call needs approval (or must be refused) before it runs."""
+
+
+@hookspec(firstresult=True)
+def config_requirements() -> list[ConfigField]:  # type: ignore[empty-body]
+    """Describe the configuration an instance of this tool needs."""

@@ -1,0 +1,1 @@
+"""Built-in tools: each module here is one tool, found by the same scan as a tools directory."""
