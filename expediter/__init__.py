@@ -73,9 +73,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'expediter' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    # Not cached in globals(): the defining module stays the single source of truth.
+    return getattr(importlib.import_module(module), name)
 
 
 def __dir__() -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any, final
 
 import attrs
@@ -59,13 +58,21 @@ def make_relay(
     return relay
 
 
+@final
+class _WrapperShim:
+    """Carries one host-wide ``execute_action`` wrapper, so a relay gets only that hook."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.execute_action = function
+
+
 def wrapper_shims(plugin_manager: pluggy.PluginManager) -> list[object]:
     """Return one object per host ``execute_action`` wrapper, implementing only that wrapper."""
-    shims: list[object] = []
-    for impl in plugin_manager.hook.execute_action.get_hookimpls():
-        if impl.wrapper or impl.hookwrapper:
-            shims.append(SimpleNamespace(execute_action=impl.function))
-    return shims
+    return [
+        _WrapperShim(impl.function)
+        for impl in plugin_manager.hook.execute_action.get_hookimpls()
+        if impl.wrapper or impl.hookwrapper
+    ]
 
 
 @final
