@@ -63,6 +63,7 @@ class ArgumentBinder:
         record_name = re.sub(r"\W", "_", qualname) + "_arguments"
         self._record = attrs.make_class(record_name, fields, frozen=True)
         self._field_names = [(f"p{index}", p.name) for index, p in enumerate(parameters)]
+        self._field_of = {alias: field for field, alias in self._field_names}
         self._structure = converter.get_structure_hook(self._record)
 
     def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -72,30 +73,29 @@ class ArgumentBinder:
                 f"arguments for {self.qualname} must be a JSON object, "
                 f"got {type(arguments).__name__}"
             )
-        unknown = [name for name in arguments if name not in self._names]
-        if unknown and not self.allow_extra:
+        field_of = self._field_of
+        remapped: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for name, value in arguments.items():
+            field = field_of.get(name)
+            if field is None:
+                extra[name] = value
+            else:
+                remapped[field] = value
+        if extra and not self.allow_extra:
             expected = ", ".join(sorted(self._names)) or "none"
-            names = ", ".join(repr(name) for name in unknown)
-            noun = "argument" if len(unknown) == 1 else "arguments"
+            names = ", ".join(repr(name) for name in extra)
+            noun = "argument" if len(extra) == 1 else "arguments"
             raise ArgumentError(
                 f"{self.qualname}: unknown {noun} {names} (expected: {expected})",
-                parameter=unknown[0],
+                parameter=next(iter(extra)),
             )
-        declared = {name: value for name, value in arguments.items() if name in self._names}
-        extra = {name: value for name, value in arguments.items() if name not in self._names}
-        remapped = {self._alias_to_field(name): value for name, value in declared.items()}
         try:
             record = self._structure(remapped, self._record)
         except Exception as exc:
             raise self._argument_error(exc) from exc
         converted = {alias: getattr(record, field) for field, alias in self._field_names}
         return converted, extra
-
-    def _alias_to_field(self, name: str) -> str:
-        for field, alias in self._field_names:
-            if alias == name:
-                return field
-        return name
 
     def _argument_error(self, exc: Exception) -> ArgumentError:
         problems: list[tuple[str, str]] = []

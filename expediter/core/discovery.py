@@ -311,6 +311,9 @@ def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
         )
     ]
     boxes = [value for value in own if isinstance(value, type)]
+    # A base class subclassed in the same module is a building block, not a second tool.
+    boxes = [box for box in boxes if not any(o is not box and issubclass(o, box) for o in boxes)]
+    own = [value for value in own if not isinstance(value, type) or value in boxes]
     functions = [value for value in own if isinstance(value, FunctionTool)]
     if not own:
         return None

@@ -7,7 +7,6 @@ import inspect
 import logging
 import os
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
@@ -320,8 +319,8 @@ class Host:
             action=action,
             arguments=arguments,
             user_id=user_id,
-            run_id=run_id or uuid.uuid4().hex,
-            call_id=call_id or f"call_{uuid.uuid4().hex[:12]}",
+            run_id=run_id or os.urandom(16).hex(),
+            call_id=call_id or f"call_{os.urandom(6).hex()}",
             started=time.perf_counter(),
         )
 

@@ -52,7 +52,9 @@ def tools_dir(tmp_path: Path) -> Path:
 
 def run(*args: str, tools_dir: Path | None = None) -> tuple[int, str, str]:
     prefix = ["--tools-dir", str(tools_dir)] if tools_dir else []
-    result = CliRunner().invoke(cli, [*prefix, *args], prog_name="expediter")
+    # Packs installed in the test virtualenv must not change what these tests see.
+    env = {"EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    result = CliRunner().invoke(cli, [*prefix, *args], prog_name="expediter", env=env)
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr

@@ -115,6 +115,30 @@ def test_a_toolbox_in_a_module_takes_the_module_name(make_host, tools_dir: Path)
     assert host.call("inventory", "count", {"item": "bolts"}).result == 5
 
 
+def test_a_toolbox_base_class_in_the_same_module_is_not_a_second_tool(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "layered.py",
+        '''
+        import expediter
+
+        class Base(expediter.Toolbox):
+            def helper(self) -> int:
+                return 41
+
+        class Concrete(Base):
+            @expediter.action
+            def answer(self) -> int:
+                """Answer."""
+                return self.helper() + 1
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.call("layered", "answer").result == 42
+
+
 def test_functions_imported_from_elsewhere_do_not_count(make_host, tools_dir: Path) -> None:
     write(tools_dir, "reexport.py", "from expediter.plugins.think import think\n")
     host = make_host(tools_path=[tools_dir])
