@@ -36,6 +36,10 @@ def _configure_logging(verbose: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
     root.propagate = False
+    if not verbose:
+        # Commands print pack load errors themselves (`plugins`, `tools list`); the log
+        # records about them (tagged with the pack) would repeat them, so they need -v.
+        handler.addFilter(lambda record: not hasattr(record, "pack"))
 
 
 class CliState:
@@ -46,15 +50,18 @@ class CliState:
         self.refresh = refresh
         self._host: Host | None = None
 
-    def host(self, plugins: Sequence[object] = ()) -> Host:
-        """The host configured from the environment and the global options."""
+    def host(self, plugins: Sequence[object] = (), *, strict: bool | None = None) -> Host:
+        """The host configured from the environment and the global options.
+
+        ``strict=False`` lets diagnostic commands run under ``EXPEDITER_STRICT_PLUGINS``.
+        """
         if self._host is None:
             from expediter.core.host import Host
             from expediter.errors import PluginLoadError
 
             try:
                 self._host = Host.from_env(
-                    tools_path=self.tools_dirs, plugins=plugins, refresh=self.refresh
+                    tools_path=self.tools_dirs, plugins=plugins, refresh=self.refresh, strict=strict
                 )
             except PluginLoadError as exc:
                 raise click.ClickException(str(exc)) from exc

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from expediter.cli import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten, warn
+
+if TYPE_CHECKING:
+    from expediter.core.host import Host
 
 __all__ = ["plugins", "tools"]
 
@@ -26,8 +29,21 @@ def _warn_problems(state: CliState) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def plugins(state: CliState, as_json: bool) -> None:
-    """List tool packs: version, source, hooks, tools and load errors."""
-    host = state.host()
+    """List tool packs: version, source, hooks, tools and load errors.
+
+    Runs even with EXPEDITER_STRICT_PLUGINS set, so a broken pack can be diagnosed (and then
+    exits 1 if there are load errors or conflicts).
+    """
+    host = state.host(strict=False)
+    _print_packs(host, as_json)
+    from expediter.core.host import strict_message
+    from expediter.core.settings import PluginSettings
+
+    if PluginSettings.from_env().strict and host.errors:
+        raise click.ClickException(strict_message(host.errors))
+
+
+def _print_packs(host: Host, as_json: bool) -> None:
     packs = sorted(host.packs, key=lambda pack: (pack.source != "built-in", pack.name))
     conflicts = {conflict.tool: conflict for conflict in host.conflicts}
     if as_json:
@@ -37,7 +53,7 @@ def plugins(state: CliState, as_json: bool) -> None:
             row["conflicts"] = [
                 conflicts[name].message
                 for name in conflicts
-                if any(entry[0] == pack.name for entry in conflicts[name].packs)
+                if any(entry[3] == pack.id for entry in conflicts[name].packs)
             ]
             rows.append(row)
         echo_json(rows)

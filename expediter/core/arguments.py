@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -32,9 +32,6 @@ class Parameter:
         return self.default is inspect.Parameter.empty
 
 
-_PATH_PART = re.compile(r"^\$\.?")
-
-
 def _format(exc: BaseException, hint: Any) -> str:
     if isinstance(exc, KeyError):
         return "missing (it is required)"
@@ -46,25 +43,21 @@ def _format(exc: BaseException, hint: Any) -> str:
 
 
 class ArgumentBinder:
-    """Checks and converts one action's arguments (strictly, by the JSON Schema's types)."""
+    """Checks and converts one action's arguments (strictly, by the JSON Schema's types).
+
+    Each parameter is structured with the converter's hook for its type, so nested records,
+    lists and unions get cattrs' detailed errors, each reported with its path.
+    """
 
     def __init__(self, qualname: str, parameters: list[Parameter], *, allow_extra: bool) -> None:
         self.qualname = qualname
         self.parameters = parameters
         self.allow_extra = allow_extra
-        self._names = frozenset(parameter.name for parameter in parameters)
-        fields = {}
-        for index, parameter in enumerate(parameters):
+        self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
+        for parameter in parameters:
             bare, _ = strip_annotated(parameter.hint)
-            if parameter.required:
-                fields[f"p{index}"] = attrs.field(type=bare)
-            else:
-                fields[f"p{index}"] = attrs.field(type=bare, default=parameter.default)
-        record_name = re.sub(r"\W", "_", qualname) + "_arguments"
-        self._record = attrs.make_class(record_name, fields, frozen=True)
-        self._field_names = [(f"p{index}", p.name) for index, p in enumerate(parameters)]
-        self._field_of = {alias: field for field, alias in self._field_names}
-        self._structure = converter.get_structure_hook(self._record)
+            self._hooks[parameter.name] = (converter.get_structure_hook(bare), bare)
+        self._required = [parameter.name for parameter in parameters if parameter.required]
 
     def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Return ``(declared, extra)`` converted arguments, or raise ArgumentError."""
@@ -73,42 +66,42 @@ class ArgumentBinder:
                 f"arguments for {self.qualname} must be a JSON object, "
                 f"got {type(arguments).__name__}"
             )
-        field_of = self._field_of
-        remapped: dict[str, Any] = {}
+        hooks = self._hooks
+        converted: dict[str, Any] = {}
         extra: dict[str, Any] = {}
+        problems: list[tuple[str, str]] = []
         for name, value in arguments.items():
-            field = field_of.get(name)
-            if field is None:
+            entry = hooks.get(name)
+            if entry is None:
                 extra[name] = value
-            else:
-                remapped[field] = value
+                continue
+            hook, hint = entry
+            try:
+                converted[name] = hook(value, hint)
+            except Exception as exc:
+                problems.extend(_problems(name, exc))
         if extra and not self.allow_extra:
-            expected = ", ".join(sorted(self._names)) or "none"
+            expected = ", ".join(hooks) or "none"
             names = ", ".join(repr(name) for name in extra)
             noun = "argument" if len(extra) == 1 else "arguments"
             raise ArgumentError(
                 f"{self.qualname}: unknown {noun} {names} (expected: {expected})",
                 parameter=next(iter(extra)),
             )
-        try:
-            record = self._structure(remapped, self._record)
-        except Exception as exc:
-            raise self._argument_error(exc) from exc
-        converted = {alias: getattr(record, field) for field, alias in self._field_names}
+        for name in self._required:
+            if name not in arguments:
+                problems.append((name, "missing (it is required)"))
+        if problems:
+            text = "; ".join(f"argument {path!r}: {message}" for path, message in problems)
+            first = re.split(r"[.\[]", problems[0][0], maxsplit=1)[0]
+            raise ArgumentError(f"{self.qualname}: {text}", parameter=first)
         return converted, extra
 
-    def _argument_error(self, exc: Exception) -> ArgumentError:
-        problems: list[tuple[str, str]] = []
-        for line in cattrs.transform_error(exc, format_exception=_format):
-            message, _, path = line.rpartition(" @ ")
-            path = _PATH_PART.sub("", path)
-            head, _, rest = path.partition(".")
-            field, bracket, tail = head.partition("[")
-            alias = dict(self._field_names).get(field, field)
-            path = alias + (bracket + tail if bracket else "") + ("." + rest if rest else "")
-            problems.append((path, message))
-        if not problems:
-            problems.append(("", f"invalid ({exc})"))
-        text = "; ".join(f"argument {path!r}: {message}" for path, message in problems)
-        first = problems[0][0].split(".")[0].split("[")[0] or None
-        return ArgumentError(f"{self.qualname}: {text}", parameter=first)
+
+def _problems(name: str, exc: Exception) -> list[tuple[str, str]]:
+    """Each failure inside one argument, with its path (``address.zip``, ``items[2]``)."""
+    found = []
+    for line in cattrs.transform_error(exc, path=name, format_exception=_format):
+        message, _, path = line.rpartition(" @ ")
+        found.append((path, message))
+    return found or [(name, f"invalid ({exc})")]

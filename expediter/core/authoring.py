@@ -99,7 +99,7 @@ class ActionSpec:
             description=description or doc.summary,
             require_approval=require_approval,
             parameters=schema,
-            binder=ArgumentBinder(qualname, params, allow_extra=allow_extra),
+            binder=ArgumentBinder(name, params, allow_extra=allow_extra),
             context_parameter=context_parameter,
             is_async=inspect.iscoroutinefunction(func),
         )
@@ -313,8 +313,8 @@ class Toolbox:
         if "description" not in cls.__dict__:
             cls.description = parse_docstring(cls.__dict__.get("__doc__")).summary
         for hook in TOOL_HOOKS:
-            method = cls.__dict__.get(hook)
-            if callable(method) and not hasattr(method, "expediter_impl"):
+            method = getattr(cls, hook, None)
+            if inspect.isfunction(method) and not hasattr(method, "expediter_impl"):
                 hookimpl(method)
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -354,13 +354,14 @@ class Toolbox:
 def _collect_actions(cls: type) -> Iterable[tuple[str, ActionSpec]]:
     seen: dict[str, ActionSpec] = {}
     for klass in reversed(cls.__mro__):
-        for attribute in vars(klass).values():
+        for key, attribute in vars(klass).items():
             options = getattr(attribute, _ACTION_MARK, None)
             if not isinstance(options, _ActionOptions):
                 continue
             name = options.name or attribute.__name__
+            # An override without @action stays the action: call what the class resolves.
             seen[name] = ActionSpec.from_function(
-                attribute,
+                getattr(cls, key),
                 name=name,
                 description=options.description,
                 require_approval=options.require_approval,

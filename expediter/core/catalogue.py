@@ -59,10 +59,18 @@ class PackInfo:
     tools: tuple[str, ...] = ()
     error: str | None = None
 
+    @property
+    def id(self) -> str:
+        """Unique within a catalogue: the source and where the pack lives (names may repeat)."""
+        location = self.location
+        where = location.distribution or location.path or location.module or self.name
+        return f"{self.source}:{where}"
+
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form shown by ``expediter plugins --json``."""
         return {
             "name": self.name,
+            "id": self.id,
             "version": self.version,
             "source": self.source,
             "tools": list(self.tools),
@@ -100,6 +108,8 @@ class ToolInfo:
     description: str = ""
     actions: tuple[Action, ...] = ()
     config: tuple[ConfigField, ...] = ()
+    #: The ``PackInfo.id`` of the pack that registered the tool.
+    pack_id: str = ""
 
     def action(self, name: str) -> Action | None:
         """Return the named action, or None."""
@@ -133,6 +143,7 @@ class ToolInfo:
             "description": self.description,
             "actions": [action.to_dict() for action in self.actions],
             "config": [field.to_dict() for field in self.config],
+            "pack_id": self.pack_id,
         }
 
     @classmethod
@@ -148,6 +159,7 @@ class ToolInfo:
             description=data.get("description", ""),
             actions=tuple(Action.from_dict(item) for item in data.get("actions", ())),
             config=tuple(ConfigField.from_dict(item) for item in data.get("config", ())),
+            pack_id=data.get("pack_id", ""),
         )
 
 
@@ -156,19 +168,27 @@ class Conflict:
     """Several packs register one tool name; none of them is offered until one is disabled."""
 
     tool: str
-    #: ``(pack name, version, source)`` for every registration of the name.
-    packs: tuple[tuple[str, str | None, str], ...]
+    #: ``(pack name, version, source, pack id)`` for every registration of the name.
+    packs: tuple[tuple[str, str | None, str, str], ...]
 
     @property
     def message(self) -> str:
         """Explain the conflict and how to resolve it."""
-        names = " and ".join(
-            f"pack {name!r} {version or '(no version)'} ({source})"
-            for name, version, source in self.packs
-        )
+        described = []
+        for name, version, source, pack_id in self.packs:
+            where = pack_id.partition(":")[2] if source == "directory" else ""
+            detail = f"{source}, {where}" if where else source
+            described.append(f"pack {name!r} {version or '(no version)'} ({detail})")
+        names = [name for name, *_ in self.packs]
+        switchable = [name for name, _, source, _ in self.packs if source != "host"]
+        if len(set(names)) < len(names) or not switchable:
+            advice = "Rename or remove one of them."
+        else:
+            choices = " or ".join(f"EXPEDITER_DISABLE_PLUGINS={name}" for name in switchable)
+            advice = f"Disable one with {choices}."
         return (
-            f"tool {self.tool!r} is registered by {names}; neither is offered. "
-            "Disable one with EXPEDITER_DISABLE_PLUGINS=<pack>."
+            f"tool {self.tool!r} is registered by {' and '.join(described)}; "
+            f"neither is offered. {advice}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,8 +196,8 @@ class Conflict:
         return {
             "tool": self.tool,
             "packs": [
-                {"name": name, "version": version, "source": source}
-                for name, version, source in self.packs
+                {"name": name, "version": version, "source": source, "id": pack_id}
+                for name, version, source, pack_id in self.packs
             ],
             "message": self.message,
         }
@@ -187,7 +207,9 @@ class Conflict:
         """Build from the JSON form."""
         return cls(
             tool=data["tool"],
-            packs=tuple((p["name"], p.get("version"), p["source"]) for p in data["packs"]),
+            packs=tuple(
+                (p["name"], p.get("version"), p["source"], p.get("id", "")) for p in data["packs"]
+            ),
         )
 
 
@@ -218,10 +240,10 @@ class Catalogue:
                 return conflict
         return None
 
-    def pack(self, name: str) -> PackInfo | None:
-        """Return the pack of that name, or None."""
+    def pack(self, pack_id: str) -> PackInfo | None:
+        """Return the pack with that ``PackInfo.id``, or None."""
         for pack in self.packs:
-            if pack.name == name:
+            if pack.id == pack_id:
                 return pack
         return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -73,7 +74,7 @@ def describe_type(hint: Any) -> str:
         return " or ".join(describe_type(arg) for arg in typing.get_args(hint))
     if hint in (datetime.datetime, datetime.date):
         return f"an ISO 8601 {hint.__name__} string"
-    if is_sequence(hint) or hint in (list, tuple, set, frozenset):
+    if _is_array(hint):
         return "array"
     if is_mapping(hint) or (isinstance(hint, type) and (attrs.has(hint) or _is_dataclass(hint))):
         return "object"
@@ -133,6 +134,21 @@ def _structure_datetime(value: Any, hint: Any) -> Any:
     raise _mismatch(value, hint)
 
 
+def _structure_any(value: Any, hint: Any) -> Any:
+    return value
+
+
+def _enums_first(hook: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Route ``str``/``int`` Enums (which cattrs dispatches by their str/int base) to the Enum."""
+
+    def structure(value: Any, hint: Any) -> Any:
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return _enum_factory(hint)(value, hint)
+        return hook(value, hint)
+
+    return structure
+
+
 def _literal_factory(hint: Any) -> Callable[[Any, Any], Any]:
     allowed = typing.get_args(hint)
 
@@ -147,6 +163,7 @@ def _literal_factory(hint: Any) -> Callable[[Any, Any], Any]:
     return structure
 
 
+@functools.cache
 def _enum_factory(hint: Any) -> Callable[[Any, Any], Any]:
     by_value = {(type(member.value), member.value): member for member in hint}
 
@@ -161,6 +178,12 @@ def _enum_factory(hint: Any) -> Callable[[Any, Any], Any]:
     return structure
 
 
+def _is_array(hint: Any) -> bool:
+    if hint in (list, tuple, set, frozenset):
+        return True
+    return is_sequence(hint) or typing.get_origin(hint) in (tuple, set, frozenset)
+
+
 def _is_literal(hint: Any) -> bool:
     return typing.get_origin(hint) in (typing.Literal,)
 
@@ -170,14 +193,30 @@ def _is_union(hint: Any) -> bool:
 
 
 def _union_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-    members = typing.get_args(hint)
+    members = [member for member in typing.get_args(hint) if member is not type(None)]
+    nullable = len(members) != len(typing.get_args(hint))
+    if len(members) == 1:
+        # Optional[T]: T's own hook, so a nested error keeps its path.
+        inner = conv.get_structure_hook(members[0])
+        only = members[0]
+
+        def structure_optional(value: Any, _: Any) -> Any:
+            if value is None:
+                return None
+            try:
+                return inner(value, only)
+            except TypeMismatch:
+                raise _mismatch(value, hint) from None
+
+        return structure_optional
 
     def structure(value: Any, _: Any) -> Any:
-        if value is None and type(None) in members:
+        if value is None and nullable:
             return None
-        for member in members:
-            if member is type(None):
-                continue
+        # The member of the value's own JSON type first: ``int | float`` keeps 1 an int
+        # (``int | float == float | int``, so the declared order cannot be relied on).
+        exact = [member for member in members if member is type(value)]
+        for member in exact + [member for member in members if member not in exact]:
             try:
                 return conv.structure(value, member)
             except Exception:
@@ -232,7 +271,12 @@ def _mapping_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], 
 
 
 def _record_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-    inner = make_dict_structure_fn(hint, conv, _cattrs_forbid_extra_keys=True)
+    if attrs.has(hint):
+        attrs.resolve_types(hint)  # string annotations, e.g. recursive ``list["Tree"]``
+    # Aliases: the schema shows a private attrs field ``_value`` as ``value``.
+    inner = make_dict_structure_fn(
+        hint, conv, _cattrs_forbid_extra_keys=True, _cattrs_use_alias=True
+    )
 
     def structure(value: Any, t: Any) -> Any:
         if not isinstance(value, Mapping):
@@ -240,10 +284,6 @@ def _record_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], A
         return inner(value, t)
 
     return structure
-
-
-def _unstructure_unknown(value: Any) -> Any:
-    return value
 
 
 def _build() -> cattrs.Converter:
@@ -258,15 +298,14 @@ def _build() -> cattrs.Converter:
         datetime.date: _structure_datetime,
     }
     for hint, hook in simple.items():
-        conv.register_structure_hook(hint, hook)
+        conv.register_structure_hook(hint, _enums_first(hook))
+    conv.register_structure_hook_func(lambda t: t is object, _structure_any)
     conv.register_structure_hook_factory(_is_literal, _literal_factory)
     conv.register_structure_hook_factory(
         lambda t: isinstance(t, type) and issubclass(t, enum.Enum), _enum_factory
     )
     conv.register_structure_hook_factory(_is_union, _union_factory)
-    conv.register_structure_hook_factory(
-        lambda t: is_sequence(t) or t in (list, tuple, set, frozenset), _sequence_factory
-    )
+    conv.register_structure_hook_factory(_is_array, _sequence_factory)
     conv.register_structure_hook_factory(lambda t: is_mapping(t) or t is dict, _mapping_factory)
     conv.register_structure_hook_factory(
         lambda t: isinstance(t, type) and (attrs.has(t) or dataclasses.is_dataclass(t)),
@@ -293,7 +332,7 @@ def _check_json(value: Any, path: str) -> Any:
         if value != value or value in (float("inf"), float("-inf")):
             raise NotJSON(f"{path} is {value!r}, which JSON cannot represent")
         return value
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | set | frozenset):
         return [_check_json(item, f"{path}[{index}]") for index, item in enumerate(value)]
     if isinstance(value, Mapping):
         result = {}

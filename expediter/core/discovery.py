@@ -287,6 +287,21 @@ def _from_tool_object(obj: object, name: str | None) -> _Candidate | None:
     )
 
 
+def _defined_in(owner: str, module: types.ModuleType) -> bool:
+    """Whether an object defined in ``owner`` belongs to ``module`` (or, for a package, to it
+    or one of its submodules): imported tools from elsewhere are not this module's tools."""
+    if owner == module.__name__:
+        return True
+    return hasattr(module, "__path__") and owner.startswith(module.__name__ + ".")
+
+
+def _label(module: types.ModuleType) -> str:
+    """Name a module for a message: tools-directory modules by their file."""
+    if module.__name__.startswith("_expediter_tools_"):
+        return str(getattr(module, "__file__", module.__name__))
+    return f"module {module.__name__}"
+
+
 def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
     """Return the one tool a module defines (named ``name``), or None if it defines none."""
     if _is_raw_tool(module):
@@ -302,12 +317,12 @@ def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
     own = [
         value
         for value in vars(module).values()
-        if (isinstance(value, FunctionTool) and value.func.__module__ == module.__name__)
+        if (isinstance(value, FunctionTool) and _defined_in(value.func.__module__, module))
         or (
             isinstance(value, type)
             and issubclass(value, Toolbox)
             and value is not Toolbox
-            and value.__module__ == module.__name__
+            and _defined_in(value.__module__, module)
         )
     ]
     boxes = [value for value in own if isinstance(value, type)]
@@ -320,16 +335,14 @@ def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
     if boxes and (functions or len(boxes) > 1):
         found = ", ".join(getattr(value, "__name__", repr(value)) for value in own)
         raise TypeError(
-            f"module {module.__name__} defines several tools ({found}); a module is one tool: "
+            f"{_label(module)} defines several tools ({found}); a module is one tool: "
             "keep one Toolbox, or only @tool functions, or register them with register_tools"
         )
     if boxes:
         return _from_tool_object(boxes[0], name)
     flags = {(function.internal, function.user_scoped) for function in functions}
     if len(flags) > 1:
-        raise TypeError(
-            f"module {module.__name__}: its @tool functions disagree on internal/user_scoped"
-        )
+        raise TypeError(f"{_label(module)}: its @tool functions disagree on internal/user_scoped")
     internal, user_scoped = flags.pop()
     group = FunctionGroup(
         name, functions, description=_summary(module), internal=internal, user_scoped=user_scoped
@@ -369,10 +382,12 @@ class _PackLoader:
             if "register_tools" in host_hooks:
                 self._call_register_tools(obj.register_tools)  # type: ignore[attr-defined]
         if isinstance(obj, types.ModuleType):
-            candidate = _from_module(obj, name) if module_is_tool or _is_raw_tool(obj) else None
+            # A module that registers tools itself is a pack, not also a tool of its own.
+            is_tool = module_is_tool and "register_tools" not in host_hooks
+            candidate = _from_module(obj, name) if is_tool or _is_raw_tool(obj) else None
             if candidate is None and not host_hooks and module_is_tool:
                 raise TypeError(
-                    f"{obj.__name__} defines no tool: add an @expediter.tool function, an "
+                    f"{_label(obj)} defines no tool: add an @expediter.tool function, an "
                     "expediter.Toolbox subclass, or @expediter.hookimpl tool hooks"
                 )
         else:
@@ -410,7 +425,8 @@ def _load_entry_points(loader: _PackLoader) -> None:
                 loader.ref.name,
                 ep_name,
                 _error_text(exc),
-                exc_info=logger.isEnabledFor(logging.DEBUG),
+                exc_info=True,
+                extra={"pack": loader.ref.name},
             )
 
 
@@ -429,7 +445,8 @@ def _load_module_file(loader: _PackLoader) -> None:
             loader.ref.name,
             location.path,
             _error_text(exc),
-            exc_info=logger.isEnabledFor(logging.DEBUG),
+            exc_info=True,
+            extra={"pack": loader.ref.name},
         )
 
 
@@ -454,6 +471,7 @@ def describe_tool(tool_type: ToolType) -> ToolInfo:
         description=tool_type.description,
         actions=tuple(actions),
         config=config,
+        pack_id=tool_type.pack_id,
     )
 
 
@@ -471,6 +489,7 @@ def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
             pack=ref.name,
             version=ref.version,
             source=ref.source,
+            pack_id=pack.info.id,
             obj=candidate.obj,
             factory=candidate.factory,
             internal=candidate.internal,
@@ -489,7 +508,8 @@ def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
                     candidate.name,
                     ref.name,
                     _error_text(exc),
-                    exc_info=logger.isEnabledFor(logging.DEBUG),
+                    exc_info=True,
+                    extra={"pack": loader.ref.name},
                 )
                 continue
         pack.types.append(tool_type)
@@ -546,7 +566,7 @@ def resolve_conflicts(
             continue
         earlier = known.pop(name, None)
         packs = (earlier.packs if earlier else ()) + tuple(
-            (info.pack, info.version, info.source) for info in group
+            (info.pack, info.version, info.source, info.pack_id) for info in group
         )
         conflicts.append(Conflict(tool=name, packs=packs))
     conflicts.extend(known.values())

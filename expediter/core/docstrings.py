@@ -9,8 +9,41 @@ import attrs
 
 __all__ = ["Docstring", "parse_docstring"]
 
-_SECTION = re.compile(r"^(\w[\w ]*):\s*$")
-_ARG_SECTIONS = frozenset({"args", "arguments", "parameters", "params", "keyword args"})
+_ARG_SECTIONS = frozenset(
+    {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
+)
+# Only Google style's own section names start a section; "Search by one of:" is prose.
+_SECTIONS = _ARG_SECTIONS | {
+    "attributes",
+    "example",
+    "examples",
+    "note",
+    "notes",
+    "other parameters",
+    "raises",
+    "exceptions",
+    "references",
+    "return",
+    "returns",
+    "see also",
+    "todo",
+    "warning",
+    "warnings",
+    "yield",
+    "yields",
+    "methods",
+}
+_SECTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z ]*):\s*$")
+
+
+def _section(line: str) -> str | None:
+    match = _SECTION.match(line)
+    if match is None:
+        return None
+    name = match.group("name").strip().lower()
+    return name if name in _SECTIONS else None
+
+
 # "name: text", "name (type): text", "*args: text", "**kwargs (dict): text"
 _ARG_LINE = re.compile(r"^\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:\s*(?P<text>.*)$")
 
@@ -35,7 +68,7 @@ def parse_docstring(doc: str | None) -> Docstring:
 
     summary: list[str] = []
     index = 0
-    while index < len(lines) and lines[index].strip() and not _SECTION.match(lines[index]):
+    while index < len(lines) and lines[index].strip() and _section(lines[index]) is None:
         summary.append(lines[index])
         index += 1
 
@@ -47,9 +80,9 @@ def parse_docstring(doc: str | None) -> Docstring:
         if not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
-        header = _SECTION.match(line)
-        if header and indent == 0:
-            section = header.group(1).strip().lower()
+        header = _section(line) if indent == 0 else None
+        if header is not None:
+            section = header
             current = None
             base_indent = 0
             continue

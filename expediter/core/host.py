@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import inspect
+import functools
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from expediter.core.discovery import LoadedPack
     from expediter.core.eventloop import BackgroundLoop
     from expediter.core.registry import LoadedTool, Registry, ToolType
+    from expediter.core.results import Outcome
 
-__all__ = ["Host"]
+__all__ = ["Host", "strict_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,12 +63,32 @@ class _Call:
     instance_id: str | None = None
 
 
+def _is_mapping(value: object) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _is_awaitable(value: object) -> bool:
+    return hasattr(value, "__await__")
+
+
 def _undeclared(action: Action, arguments: Mapping[str, Any]) -> list[str]:
     schema = action.parameters
     properties = schema.get("properties")
     if properties is None or schema.get("additionalProperties"):
         return []
     return [name for name in arguments if name not in properties and name not in action.fixed]
+
+
+def strict_message(errors: Iterable[str]) -> str:
+    """The error shown when ``EXPEDITER_STRICT_PLUGINS`` turns load problems into failures."""
+    return "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set):\n  " + "\n  ".join(errors)
+
+
+@functools.cache
+def _results() -> tuple[Callable[[Any], Outcome], Callable[[BaseException], Outcome]]:
+    from expediter.core.results import outcome_from_exception, outcome_from_value
+
+    return outcome_from_value, outcome_from_exception
 
 
 @final
@@ -77,7 +98,8 @@ class Host:
     ``Host()`` offers installed packs and the built-ins; ``Host.from_env()`` also reads
     ``EXPEDITER_TOOLS_PATH`` and ``EXPEDITER_DATABASE_URL``. The plugin switches
     (``EXPEDITER_DISABLE_PLUGINS`` and friends) are operator controls and always apply.
-    ``plugins`` adds in-process tools and host plugins; ``builtins=False`` hides the built-ins.
+    ``plugins`` adds in-process tools and host plugins; ``builtins=False`` hides the built-ins;
+    ``strict`` overrides ``EXPEDITER_STRICT_PLUGINS``; ``environ`` replaces ``os.environ``.
     """
 
     def __init__(
@@ -90,12 +112,16 @@ class Host:
         home: str | os.PathLike[str] | None = None,
         refresh: bool = False,
         builtins: bool = True,
+        strict: bool | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.database_url = database_url
-        self.home = Path(home) if home is not None else expediter_home()
+        self.home = Path(home) if home is not None else expediter_home(environ)
         self.settings = PluginSettings.from_env(
-            autoload=autoload, tools_path=tools_path, builtins=builtins
+            environ, autoload=autoload, tools_path=tools_path, builtins=builtins
         )
+        if strict is not None:
+            self.settings = attrs.evolve(self.settings, strict=strict)
         self._packs: dict[str, LoadedPack] = {}
         self._catalogue = self._discover(refresh=refresh)
         extra = list(plugins)
@@ -103,11 +129,8 @@ class Host:
             from expediter.core.discovery import load_objects
 
             self._add_host_pack(load_objects(_HOST_PACK, extra))
-        if self.settings.strict and self._catalogue.errors:
-            raise PluginLoadError(
-                "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set):\n  "
-                + "\n  ".join(self._catalogue.errors)
-            )
+        if self.settings.strict and self.errors:
+            raise PluginLoadError(strict_message(self.errors))
         self._plugin_manager: pluggy.PluginManager | None = None
         self._wrappers: list[object] | None = None
         self._registry: Registry | None = None
@@ -120,6 +143,7 @@ class Host:
         tools_path: Iterable[str | os.PathLike[str]] = (),
         plugins: Iterable[object] = (),
         refresh: bool = False,
+        strict: bool | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Host:
         """Configure from ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``."""
@@ -129,6 +153,8 @@ class Host:
             tools_path=[*split_paths(env.get("EXPEDITER_TOOLS_PATH")), *tools_path],
             plugins=plugins,
             refresh=refresh,
+            strict=strict,
+            environ=env,
         )
 
     # -- discovery ---------------------------------------------------------------------------
@@ -152,7 +178,7 @@ class Host:
         from expediter.core.discovery import build_catalogue, find_packs, load_pack
 
         loaded = [load_pack(ref) for ref in find_packs(self.settings)]
-        self._packs.update((pack.info.name, pack) for pack in loaded)
+        self._packs.update((pack.info.id, pack) for pack in loaded)
         catalogue = build_catalogue(loaded)
         if any(pack.error for pack in catalogue.packs):
             logger.debug("not caching the manifest: some packs failed to load")
@@ -163,7 +189,7 @@ class Host:
     def _add_host_pack(self, pack: LoadedPack) -> None:
         from expediter.core.discovery import resolve_conflicts
 
-        self._packs[pack.info.name] = pack
+        self._packs[pack.info.id] = pack
         offered, conflicts = resolve_conflicts(
             [*self._catalogue.tools, *pack.infos], self._catalogue.conflicts
         )
@@ -173,22 +199,22 @@ class Host:
             conflicts=tuple(conflicts),
         )
 
-    def _pack(self, name: str) -> LoadedPack:
-        pack = self._packs.get(name)
+    def _pack(self, pack_id: str) -> LoadedPack:
+        pack = self._packs.get(pack_id)
         if pack is None:
-            info = self._catalogue.pack(name)
+            info = self._catalogue.pack(pack_id)
             if info is None:
-                raise ToolNotFound(f"no tool pack named {name!r}")
+                raise ToolNotFound(f"no tool pack {pack_id!r}")
             from expediter.core.discovery import PackRef, load_pack
 
             ref = PackRef(info.name, info.version, info.source, info.location)
             pack = load_pack(ref, describe=False)
-            self._packs[name] = pack
+            self._packs[pack_id] = pack
         return pack
 
     def _resolve_type(self, name: str) -> ToolType:
         info = self.tool_info(name)
-        for tool_type in self._pack(info.pack).types:
+        for tool_type in self._pack(info.pack_id).types:
             if tool_type.name == name:
                 return tool_type
         raise ToolNotFound(
@@ -212,7 +238,7 @@ class Host:
             for info in self._catalogue.packs:
                 if not set(info.host_hooks) - {"register_tools"}:
                     continue
-                for name, obj in self._pack(info.name).host_plugins:
+                for name, obj in self._pack(info.id).host_plugins:
                     if not manager.is_registered(obj):
                         manager.register(obj, name=name)
             self._plugin_manager = manager
@@ -236,6 +262,11 @@ class Host:
     def packs(self) -> list[PackInfo]:
         """Every pack discovery found, including those that failed to load."""
         return list(self._catalogue.packs)
+
+    @property
+    def errors(self) -> list[str]:
+        """Every pack load error and tool-name conflict, as messages."""
+        return self._catalogue.errors
 
     @property
     def conflicts(self) -> list[Conflict]:
@@ -275,7 +306,7 @@ class Host:
     ) -> _Prepared:
         if arguments is None:
             arguments = {}
-        if not isinstance(arguments, Mapping):
+        if not _is_mapping(arguments):
             raise ArgumentError(
                 f"arguments for {tool}.{action} must be a JSON object, "
                 f"got {type(arguments).__name__}"
@@ -298,8 +329,10 @@ class Host:
         undeclared = _undeclared(found, arguments)
         if undeclared:
             expected = ", ".join(found.parameters.get("properties", {})) or "none"
+            names = ", ".join(repr(name) for name in undeclared)
+            noun = "argument" if len(undeclared) == 1 else "arguments"
             raise ArgumentError(
-                f"{tool}.{action}: unknown argument {undeclared[0]!r} (expected: {expected})",
+                f"{action}: unknown {noun} {names} (expected: {expected})",
                 parameter=undeclared[0],
             )
         merged = {**arguments, **found.fixed}
@@ -314,13 +347,14 @@ class Host:
         run_id: str | None,
         call_id: str | None,
     ) -> _Call:
+        token = os.urandom(16).hex() if run_id is None or call_id is None else ""
         return _Call(
             tool=tool,
             action=action,
             arguments=arguments,
             user_id=user_id,
-            run_id=run_id or os.urandom(16).hex(),
-            call_id=call_id or f"call_{os.urandom(6).hex()}",
+            run_id=run_id or token,
+            call_id=call_id or f"call_{token[:12]}",
             started=time.perf_counter(),
         )
 
@@ -336,8 +370,7 @@ class Host:
 
     def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the tool's value or exception into the final event."""
-        from expediter.core.results import outcome_from_exception, outcome_from_value
-
+        outcome_from_value, outcome_from_exception = _results()
         if exc is None:
             try:
                 outcome = outcome_from_value(value)
@@ -362,7 +395,7 @@ class Host:
             name=call.action,
             tool=call.tool,
             action=call.action,
-            arguments=arguments if isinstance(arguments, Mapping) else {},
+            arguments=arguments if _is_mapping(arguments) else {},
             result=outcome.value,
             error=outcome.error,
             error_type=outcome.error_type,
@@ -385,7 +418,7 @@ class Host:
         call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
         try:
             value = self._begin(call)
-            if inspect.isawaitable(value):
+            if _is_awaitable(value):
                 value = self._background_loop().run(value)
         except Exception as exc:
             return self._end(call, exc=exc)
@@ -405,7 +438,7 @@ class Host:
         call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
         try:
             value = self._begin(call)
-            if inspect.isawaitable(value):
+            if _is_awaitable(value):
                 value = await value
         except Exception as exc:
             return self._end(call, exc=exc)

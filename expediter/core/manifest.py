@@ -1,10 +1,13 @@
-"""The manifest cache: the catalogue saved to disk, valid while nothing on ``sys.path`` changed.
+"""The manifest cache: the catalogue saved to disk, valid while no installed pack changed.
 
-The key holds the interpreter, every ``sys.path`` entry with its modification time (installing
-or removing a distribution touches its site directory), every tools-directory module with its
-modification time, and the plugin switches. A warm ``expediter tools list`` reads the cache and
-imports no pack at all. Editing an installed pack's code in place does not change the key:
-``expediter --refresh`` rebuilds the cache.
+The key holds the interpreter, the distribution metadata on every ``sys.path`` entry (the
+names and modification times of its ``*.dist-info``, ``*.egg-info``, ``*.egg-link`` and
+``*.pth`` entries: installing, upgrading or removing a distribution changes them), every
+tools-directory module with its modification time, and the plugin switches. Directories' own
+modification times are left out on purpose: importing a module writes ``__pycache__`` beside
+it, and a script's folder changes for reasons unrelated to tools. A warm
+``expediter tools list`` reads the cache and imports no pack at all. Editing an installed
+pack's code in place does not change the key: ``expediter --refresh`` rebuilds the cache.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ __all__ = ["FORMAT", "cache_file", "cache_key", "read", "write"]
 logger = logging.getLogger(__name__)
 
 #: Bump when the catalogue's JSON form or the way it is built changes.
-FORMAT = 1
+FORMAT = 2
 
 
 def _mtime(path: str | Path) -> int | None:
@@ -36,19 +39,59 @@ def _mtime(path: str | Path) -> int | None:
         return None
 
 
-def _directory_state(directory: Path) -> list[Any]:
-    state: list[Any] = [str(directory), _mtime(directory)]
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
+
+
+def _sorted_entries(directory: str | Path) -> list[os.DirEntry[str]]:
     try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        with os.scandir(directory) as entries:
+            return sorted(entries, key=lambda entry: entry.name)
     except OSError:
-        return state
-    for entry in entries:
-        if entry.name.startswith((".", "__pycache__")):
+        return []
+
+
+def _entry_mtime(entry: os.DirEntry[str]) -> int | None:
+    try:
+        return entry.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _distributions_state(entry: str) -> list[Any]:
+    """The distribution metadata one ``sys.path`` entry holds (a zip file: its own time)."""
+    path = os.path.abspath(entry or os.curdir)
+    if os.path.isfile(path):
+        return [path, _mtime(path)]
+    found = [
+        [item.name, _entry_mtime(item)]
+        for item in _sorted_entries(path)
+        if item.name.endswith(_METADATA_SUFFIXES)
+    ]
+    return [path, found] if found else []
+
+
+def _package_state(directory: str) -> list[Any]:
+    state: list[Any] = []
+    for item in _sorted_entries(directory):
+        if item.name == "__pycache__" or item.name.startswith("."):
             continue
-        target = Path(entry.path)
-        if entry.is_dir():
-            target = target / "__init__.py"
-        state.append([entry.name, _mtime(target)])
+        if item.is_dir():
+            state.append([item.name, _package_state(item.path)])
+        elif item.name.endswith(".py"):
+            state.append([item.name, _entry_mtime(item)])
+    return state
+
+
+def _directory_state(directory: Path) -> list[Any]:
+    """Every module of a tools directory with its time (packages: every ``.py`` file in them)."""
+    state: list[Any] = [str(directory)]
+    for item in _sorted_entries(directory):
+        if item.name.startswith((".", "__pycache__")):
+            continue
+        if item.is_dir():
+            state.append([item.name, _package_state(item.path)])
+        elif item.name.endswith(".py"):
+            state.append([item.name, _entry_mtime(item)])
     return state
 
 
@@ -60,9 +103,7 @@ def cache_key(settings: PluginSettings, builtin_dir: Path) -> dict[str, Any]:
         "executable": sys.executable,
         "python": sys.version,
         "settings": settings.cache_key(),
-        "sys_path": [
-            [os.path.abspath(entry or os.curdir), _mtime(entry or os.curdir)] for entry in sys.path
-        ],
+        "sys_path": [state for entry in sys.path if (state := _distributions_state(entry))],
         "directories": [_directory_state(builtin_dir)]
         + [_directory_state(directory) for directory in settings.tools_path],
     }

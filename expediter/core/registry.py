@@ -35,6 +35,8 @@ class ToolType:
     pack: str
     version: str | None
     source: Source
+    #: The ``PackInfo.id`` of the registering pack.
+    pack_id: str
     #: The object that was registered (a Toolbox class, a ``@tool`` function, a module...).
     obj: object
     factory: Factory

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -45,12 +46,17 @@ def _in_band_error(value: Mapping[str, Any]) -> str | None:
         return str(detail)
     error = value.get("error")
     if error:
-        return error if isinstance(error, str) else str(to_json_value(error))
+        return error if isinstance(error, str) else json.dumps(to_json_value(error))
     return None
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def outcome_from_value(value: Any) -> Outcome:
     """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
+    if type(value) in _SCALARS:
+        return Outcome("ok", value=value)
     if isinstance(value, BaseException):
         return outcome_from_exception(value)
     if isinstance(value, ToolResult):

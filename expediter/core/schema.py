@@ -12,9 +12,10 @@ from typing import Any
 
 import attrs
 
+from expediter.core.docstrings import parse_docstring
 from expediter.errors import SchemaError
 
-__all__ = ["json_default", "object_fields", "schema_for", "strip_annotated"]
+__all__ = ["REQUIRED", "json_default", "object_fields", "schema_for", "strip_annotated"]
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -28,7 +29,12 @@ _PRIMITIVES: dict[Any, dict[str, Any]] = {
 _SEQUENCES = (list, Sequence, typing.Sequence, typing.List)  # noqa: UP006
 _SETS = (set, frozenset, typing.Set, typing.FrozenSet)  # noqa: UP006
 _MAPPINGS = (dict, Mapping, typing.Mapping, typing.Dict)  # noqa: UP006
-_NO_DEFAULT = object()
+#: ``json_default`` found no JSON form for a default value.
+_NO_JSON = object()
+#: ``object_fields``: the field has no default (the model must give it).
+REQUIRED = object()
+#: ``object_fields``: the field has a default computed per instance (optional, not shown).
+_COMPUTED = object()
 
 
 def strip_annotated(hint: Any) -> tuple[Any, list[Any]]:
@@ -50,16 +56,16 @@ def json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, list | tuple):
         items = [json_default(item) for item in value]
-        return _NO_DEFAULT if any(item is _NO_DEFAULT for item in items) else items
+        return _NO_JSON if any(item is _NO_JSON for item in items) else items
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
         converted = {key: json_default(item) for key, item in value.items()}
-        return _NO_DEFAULT if _NO_DEFAULT in converted.values() else converted
-    return _NO_DEFAULT
+        return _NO_JSON if any(item is _NO_JSON for item in converted.values()) else converted
+    return _NO_JSON
 
 
 def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
     converted = json_default(default)
-    if converted is not _NO_DEFAULT:
+    if converted is not _NO_JSON:
         schema["default"] = converted
     return schema
 
@@ -94,9 +100,9 @@ def object_fields(cls: type) -> list[tuple[str, Any, Any, dict[str, Any]]]:
         for field in attrs.fields(cls):
             default = field.default
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                default = _NO_DEFAULT if default.takes_self else default.factory()
+                default = _COMPUTED if default.takes_self else default.factory()
             elif default is attrs.NOTHING:
-                default = _NO_DEFAULT
+                default = REQUIRED
             name = field.alias or field.name
             result.append((name, hints.get(field.name, Any), default, dict(field.metadata)))
         return result
@@ -107,13 +113,13 @@ def object_fields(cls: type) -> list[tuple[str, Any, Any, dict[str, Any]]]:
         elif dc_field.default_factory is not dataclasses.MISSING:
             default = dc_field.default_factory()
         else:
-            default = _NO_DEFAULT
+            default = REQUIRED
         metadata = dict(dc_field.metadata)
         result.append((dc_field.name, hints.get(dc_field.name, Any), default, metadata))
     return result
 
 
-def _def_name(cls: type, defs: dict[str, Any], owners: dict[str, type]) -> str:
+def _def_name(cls: type, owners: dict[str, type]) -> str:
     name = cls.__name__
     suffix = 2
     while name in owners and owners[name] is not cls:
@@ -151,9 +157,9 @@ class _Builder:
             nullable = len(members) != len(args)
             if len(members) == 1:
                 schema = self.build(members[0], where)
-            else:
-                schema = {"anyOf": [self.build(member, where) for member in members]}
-            return _nullable(schema) if nullable else schema
+                return _nullable(schema) if nullable else schema
+            variants = [self.build(member, where) for member in members]
+            return {"anyOf": variants + ([{"type": "null"}] if nullable else [])}
         if origin in _SEQUENCES or hint in (list, tuple):
             item = self.build(args[0], where) if args else {}
             return {"type": "array", "items": item}
@@ -183,7 +189,7 @@ class _Builder:
         )
 
     def _record(self, cls: type, where: str) -> dict[str, Any]:
-        name = _def_name(cls, self.defs, self.owners)
+        name = _def_name(cls, self.owners)
         ref = {"$ref": f"#/$defs/{name}"}
         if name in self.defs:
             return ref
@@ -194,7 +200,7 @@ class _Builder:
             prop = self.build(hint, f"{where} -> {cls.__name__}.{field_name}")
             if isinstance(metadata.get("description"), str):
                 prop.setdefault("description", metadata["description"])
-            if default is _NO_DEFAULT:
+            if default is REQUIRED:
                 required.append(field_name)
             else:
                 _with_default(prop, default)
@@ -203,9 +209,9 @@ class _Builder:
         if required:
             schema["required"] = required
         schema["additionalProperties"] = False
-        doc = (cls.__doc__ or "").strip()
-        if doc and not doc.startswith(f"{cls.__name__}("):  # skip dataclass's generated doc
-            schema["description"] = doc.split("\n\n")[0].replace("\n", " ").strip()
+        summary = parse_docstring(cls.__doc__).summary
+        if summary and not summary.startswith(f"{cls.__name__}("):  # dataclass's generated doc
+            schema["description"] = summary
         self.defs[name] = schema
         return ref
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,8 +26,8 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 def normalize_name(name: str) -> str:
-    """Compare pack names the way packaging does: case-insensitive, ``-``, ``_`` and ``.`` alike."""
-    return name.strip().lower().replace("-", "_").replace(".", "_")
+    """Compare pack names like PEP 503: case-insensitive, runs of ``-``, ``_``, ``.`` alike."""
+    return re.sub(r"[-_.]+", "_", name.strip()).lower()
 
 
 def split_names(value: str | None) -> frozenset[str]:
@@ -95,7 +96,8 @@ class PluginSettings:
             load_only=split_names(load) if load is not None and load.strip() else None,
             autoload=autoload and not _flag(env.get("EXPEDITER_DISABLE_PLUGIN_AUTOLOAD")),
             strict=_flag(env.get("EXPEDITER_STRICT_PLUGINS")),
-            tools_path=tuple(Path(path).expanduser() for path in tools_path),
+            # Absolute, so a relative directory means the same modules from any working dir.
+            tools_path=tuple(Path(path).expanduser().resolve() for path in tools_path),
             builtins=builtins,
         )
 

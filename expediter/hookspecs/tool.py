@@ -145,7 +145,7 @@ class CallContext:
     message_id: str | None = None
     call_id: str | None = None
     headless: bool = False
-    attachments: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    attachments: tuple[Any, ...] = ()
     #: Wall-clock time (``time.time()``) by which the call should finish, or None.
     deadline: float | None = None
     cancel_event: threading.Event | None = attrs.field(default=None, eq=False, repr=False)

@@ -369,3 +369,82 @@ def test_load_objects_records_each_bad_object_and_keeps_the_good_ones() -> None:
     pack = load_objects("host", [good, object()])
     assert pack.info.tools == ("good",)
     assert "not a tool or plugin" in (pack.info.error or "")
+
+
+def test_a_tools_module_that_registers_its_tools_is_not_also_a_tool(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "bundle.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def greet(name: str) -> str:
+            """Greet."""
+            return "hi " + name
+
+        class Sums(expediter.Toolbox):
+            @expediter.action
+            def total(self, values: list[int]) -> int:
+                """Sum."""
+                return sum(values)
+
+        @expediter.hookimpl
+        def register_tools(register):
+            register(greet)
+            register(Sums)
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert [info.name for info in host.catalogue()] == ["greet", "sums"]
+    assert host.packs[0].error is None
+
+
+def test_a_tool_package_may_define_its_tool_in_a_submodule(make_host, tools_dir: Path) -> None:
+    write(tools_dir, "weather/__init__.py", "from .impl import forecast\n")
+    write(
+        tools_dir,
+        "weather/impl.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def forecast(city: str) -> str:
+            """Forecast."""
+            return f"sunny in {city}"
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.call("weather", "forecast", {"city": "Oslo"}).result == "sunny in Oslo"
+
+
+def test_relative_tools_paths_mean_the_directory_they_named(
+    make_host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for project, answer in (("a", "A"), ("b", "B")):
+        write(
+            tmp_path / project / "tools",
+            "ver.py",
+            f"""
+            import expediter
+
+            @expediter.tool
+            def v() -> str:
+                return {answer!r}
+            """,
+        )
+    monkeypatch.chdir(tmp_path / "a")
+    assert make_host(tools_path=["tools"]).call("ver", "v").result == "A"
+    monkeypatch.chdir(tmp_path / "b")
+    assert make_host(tools_path=["tools"]).call("ver", "v").result == "B"
+
+
+def test_load_errors_name_the_file_of_a_tools_module(make_host, tools_dir: Path) -> None:
+    path = write(tools_dir, "empty.py", "VALUE = 1\n")
+    host = make_host(tools_path=[tools_dir])
+    assert host.packs[0].error == (
+        f"TypeError: {path} defines no tool: add an @expediter.tool function, an "
+        "expediter.Toolbox subclass, or @expediter.hookimpl tool hooks"
+    )

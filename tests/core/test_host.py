@@ -239,3 +239,34 @@ def test_internal_tools_are_listed_only_when_asked(make_host) -> None:
     assert host.catalogue() == []
     assert [info.name for info in host.catalogue(include_internal=True)] == ["plumbing"]
     assert host.call("plumbing", "plumbing").ok
+
+
+def test_an_explicit_environment_is_used_for_switches_and_home(tmp_path: Path) -> None:
+    environ = {
+        "EXPEDITER_HOME": str(tmp_path / "home"),
+        "EXPEDITER_DISABLE_PLUGINS": "think",
+    }
+    host = Host.from_env(environ=environ)
+    assert host.home == tmp_path / "home"
+    assert [info.name for info in host.catalogue()] == ["clock"]
+
+
+def test_strict_can_be_overridden_by_the_caller(
+    make_host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bad.py").write_text("raise ImportError('nope')\n")
+    monkeypatch.setenv("EXPEDITER_STRICT_PLUGINS", "1")
+    host = make_host(tools_path=[tmp_path], strict=False)
+    assert host.errors == ["pack 'bad': ImportError: nope"]
+    with pytest.raises(PluginLoadError):
+        make_host(tools_path=[tmp_path])
+
+
+def test_conflict_advice_names_the_packs_that_can_be_disabled(make_host) -> None:
+    @expediter.tool(name="clock")
+    def my_clock() -> str:
+        """Another clock."""
+        return "noon"
+
+    (conflict,) = make_host(my_clock, builtins=True).conflicts
+    assert conflict.message.endswith("Disable one with EXPEDITER_DISABLE_PLUGINS=clock.")

@@ -113,11 +113,38 @@ def test_a_corrupt_cache_is_rebuilt(tools: tuple[Path, Path], expediter_home: Pa
     assert json.loads(path.read_text())["catalogue"]["tools"]
 
 
-def test_the_key_changes_with_switches_and_sys_path(tmp_path: Path, monkeypatch) -> None:
+def test_the_key_follows_switches_and_installed_distributions(tmp_path: Path, monkeypatch) -> None:
     settings = PluginSettings()
     key = manifest.cache_key(settings, BUILTIN_DIR)
     assert manifest.cache_key(PluginSettings(disabled=frozenset({"x"})), BUILTIN_DIR) != key
     monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "script.py").write_text("")
+    assert manifest.cache_key(settings, BUILTIN_DIR) == key, "plain folders do not count"
+    (tmp_path / "acme-1.0.dist-info").mkdir()
+    assert manifest.cache_key(settings, BUILTIN_DIR) != key
+
+
+def test_bytecode_written_by_an_import_does_not_invalidate_the_key(
+    tools: tuple[Path, Path],
+) -> None:
+    directory, _ = tools
+    settings = PluginSettings(tools_path=(directory,))
+    key = manifest.cache_key(settings, BUILTIN_DIR)
+    (directory / "__pycache__").mkdir()
+    (directory / "__pycache__" / "echo.cpython-311.pyc").write_bytes(b"")
+    assert manifest.cache_key(settings, BUILTIN_DIR) == key
+
+
+def test_editing_a_module_inside_a_tool_package_invalidates_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "tools" / "multi"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    helper = package / "helper.py"
+    helper.write_text("")
+    settings = PluginSettings(tools_path=(tmp_path / "tools",))
+    key = manifest.cache_key(settings, BUILTIN_DIR)
+    stat = helper.stat()
+    os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert manifest.cache_key(settings, BUILTIN_DIR) != key
 
 
