@@ -11,7 +11,7 @@ import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 
-from expediter.core.conversion import TypeMismatch, converter
+from expediter.core.conversion import TypeMismatch, structure_hook
 from expediter.core.schema import strip_annotated
 from expediter.errors import ArgumentError
 
@@ -56,7 +56,7 @@ class ArgumentBinder:
         self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
         for parameter in parameters:
             bare, _ = strip_annotated(parameter.hint)
-            self._hooks[parameter.name] = (converter.get_structure_hook(bare), bare)
+            self._hooks[parameter.name] = (structure_hook(bare), bare)
         self._required = [parameter.name for parameter in parameters if parameter.required]
 
     def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -28,7 +28,14 @@ from cattrs.gen import make_dict_structure_fn
 
 from expediter.core.schema import strip_annotated
 
-__all__ = ["TypeMismatch", "converter", "describe_type", "json_type_name", "to_json_value"]
+__all__ = [
+    "TypeMismatch",
+    "converter",
+    "describe_type",
+    "json_type_name",
+    "structure_hook",
+    "to_json_value",
+]
 
 
 class TypeMismatch(TypeError):
@@ -319,6 +326,18 @@ def _build() -> cattrs.Converter:
 
 
 converter = _build()
+
+_PRIMITIVE_HOOKS: dict[Any, Callable[[Any, Any], Any]] = {
+    str: _structure_str,
+    int: _structure_int,
+    float: _structure_float,
+    bool: _structure_bool,
+}
+
+
+def structure_hook(hint: Any) -> Callable[[Any, Any], Any]:
+    """The converter's hook for a type (the strict primitive hooks directly, for speed)."""
+    return _PRIMITIVE_HOOKS.get(hint) or converter.get_structure_hook(hint)
 
 
 class NotJSON(TypeError):

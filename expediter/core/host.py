@@ -24,7 +24,7 @@ from expediter.errors import (
     ToolConflict,
     ToolNotFound,
 )
-from expediter.hookspecs.tool import Action, CallContext
+from expediter.hookspecs.tool import CallContext
 
 if TYPE_CHECKING:
     # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
@@ -43,24 +43,37 @@ logger = logging.getLogger(__name__)
 _HOST_PACK = "host"
 
 
-@attrs.frozen
-class _Prepared:
-    loaded: LoadedTool
-    action: Action
-    arguments: dict[str, Any]
-    context: CallContext
-
-
-@attrs.define
 class _Call:
-    tool: str
-    action: str
-    arguments: Mapping[str, Any] | None
-    user_id: str | None
-    run_id: str
-    call_id: str
-    started: float
-    instance_id: str | None = None
+    """One direct call in flight (a plain slotted class: it is made on every call)."""
+
+    __slots__ = (
+        "action",
+        "arguments",
+        "call_id",
+        "instance_id",
+        "run_id",
+        "started",
+        "tool",
+        "user_id",
+    )
+
+    def __init__(
+        self,
+        tool: str,
+        action: str,
+        arguments: Mapping[str, Any] | None,
+        user_id: str | None,
+        run_id: str,
+        call_id: str,
+    ) -> None:
+        self.tool = tool
+        self.action = action
+        self.arguments = arguments
+        self.user_id = user_id
+        self.run_id = run_id
+        self.call_id = call_id
+        self.started = time.perf_counter()
+        self.instance_id: str | None = None
 
 
 def _is_mapping(value: object) -> bool:
@@ -69,14 +82,6 @@ def _is_mapping(value: object) -> bool:
 
 def _is_awaitable(value: object) -> bool:
     return hasattr(value, "__await__")
-
-
-def _undeclared(action: Action, arguments: Mapping[str, Any]) -> list[str]:
-    schema = action.parameters
-    properties = schema.get("properties")
-    if properties is None or schema.get("additionalProperties"):
-        return []
-    return [name for name in arguments if name not in properties and name not in action.fixed]
 
 
 def strict_message(errors: Iterable[str]) -> str:
@@ -303,7 +308,7 @@ class Host:
         user_id: str | None,
         run_id: str,
         call_id: str,
-    ) -> _Prepared:
+    ) -> tuple[LoadedTool, dict[str, Any], CallContext]:
         if arguments is None:
             arguments = {}
         if not _is_mapping(arguments):
@@ -326,7 +331,7 @@ class Host:
         if found is None or not found.active:
             available = ", ".join(name for name, item in actions.items() if item.active) or "none"
             raise ActionNotFound(f"tool {tool!r} has no action {action!r} (available: {available})")
-        undeclared = _undeclared(found, arguments)
+        undeclared = loaded.undeclared(found, arguments)
         if undeclared:
             expected = ", ".join(found.parameters.get("properties", {})) or "none"
             names = ", ".join(repr(name) for name in undeclared)
@@ -335,8 +340,8 @@ class Host:
                 f"{action}: unknown {noun} {names} (expected: {expected})",
                 parameter=undeclared[0],
             )
-        merged = {**arguments, **found.fixed}
-        return _Prepared(loaded, found, merged, context)
+        merged = {**arguments, **found.fixed} if found.fixed else dict(arguments)
+        return loaded, merged, context
 
     def _new_call(
         self,
@@ -349,24 +354,16 @@ class Host:
     ) -> _Call:
         token = os.urandom(16).hex() if run_id is None or call_id is None else ""
         return _Call(
-            tool=tool,
-            action=action,
-            arguments=arguments,
-            user_id=user_id,
-            run_id=run_id or token,
-            call_id=call_id or f"call_{token[:12]}",
-            started=time.perf_counter(),
+            tool, action, arguments, user_id, run_id or token, call_id or f"call_{token[:12]}"
         )
 
     def _begin(self, call: _Call) -> Any:
         """Check the call and start the tool: returns its value or an awaitable of it."""
-        prepared = self._prepare(
+        loaded, arguments, context = self._prepare(
             call.tool, call.action, call.arguments, call.user_id, call.run_id, call.call_id
         )
-        call.instance_id = prepared.loaded.instance_id
-        return prepared.loaded.call(
-            action=call.action, arguments=prepared.arguments, context=prepared.context
-        )
+        call.instance_id = loaded.instance_id
+        return loaded.call(action=call.action, arguments=arguments, context=context)
 
     def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the tool's value or exception into the final event."""
@@ -399,7 +396,7 @@ class Host:
             result=outcome.value,
             error=outcome.error,
             error_type=outcome.error_type,
-            duration_ms=round((time.perf_counter() - call.started) * 1000, 3),
+            duration_ms=int((time.perf_counter() - call.started) * 1_000_000) / 1000,
             instance_id=call.instance_id,
             user_id=call.user_id,
         )

@@ -81,7 +81,16 @@ def wrapper_shims(plugin_manager: pluggy.PluginManager) -> list[object]:
 class LoadedTool:
     """One tool instance with its relay; ``call`` runs ``execute_action`` through the relay."""
 
-    __slots__ = ("_actions", "call", "instance", "instance_id", "relay", "type", "user_id")
+    __slots__ = (
+        "_accepted",
+        "_actions",
+        "call",
+        "instance",
+        "instance_id",
+        "relay",
+        "type",
+        "user_id",
+    )
 
     def __init__(
         self,
@@ -99,6 +108,22 @@ class LoadedTool:
         self.user_id = user_id
         self.call = relay.hook.execute_action
         self._actions: dict[str, Action] | None = None
+        self._accepted: dict[str, frozenset[str] | None] = {}
+
+    def undeclared(self, action: Action, arguments: Mapping[str, Any]) -> list[str]:
+        """Argument names the action's schema does not declare (none if it allows extras)."""
+        accepted = self._accepted.get(action.name, ())
+        if accepted == ():
+            schema = action.parameters
+            properties = schema.get("properties")
+            if properties is None or schema.get("additionalProperties"):
+                accepted = None
+            else:
+                accepted = frozenset(properties) | frozenset(action.fixed)
+            self._accepted[action.name] = accepted
+        if accepted is None:
+            return []
+        return [name for name in arguments if name not in accepted]
 
     def actions(self, context: CallContext) -> dict[str, Action]:
         """The instance's actions by name (asked once, then cached)."""
