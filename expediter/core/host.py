@@ -300,15 +300,9 @@ class Host:
         value = self.plugin_manager.hook.resolve_secret(name=name, context=context)
         return value if isinstance(value, str) else None
 
-    def _prepare(
-        self,
-        tool: str,
-        action: str,
-        arguments: Mapping[str, Any] | None,
-        user_id: str | None,
-        run_id: str,
-        call_id: str,
-    ) -> tuple[LoadedTool, dict[str, Any], CallContext]:
+    def _prepare(self, call: _Call) -> tuple[LoadedTool, dict[str, Any], CallContext]:
+        """Resolve the tool instance and action, check the arguments, build the context."""
+        tool, action, arguments, user_id = call.tool, call.action, call.arguments, call.user_id
         if arguments is None:
             arguments = {}
         if not _is_mapping(arguments):
@@ -322,8 +316,8 @@ class Host:
             owner_id=loaded.user_id,
             instance_id=loaded.instance_id,
             tool=tool,
-            run_id=run_id,
-            call_id=call_id,
+            run_id=call.run_id,
+            call_id=call.call_id,
             secret_resolver=self._secret,
         )
         actions = loaded.actions(context)
@@ -359,9 +353,7 @@ class Host:
 
     def _begin(self, call: _Call) -> Any:
         """Check the call and start the tool: returns its value or an awaitable of it."""
-        loaded, arguments, context = self._prepare(
-            call.tool, call.action, call.arguments, call.user_id, call.run_id, call.call_id
-        )
+        loaded, arguments, context = self._prepare(call)
         call.instance_id = loaded.instance_id
         return loaded.call(action=call.action, arguments=arguments, context=context)
 

@@ -70,13 +70,14 @@ def _distributions_state(entry: str) -> list[Any]:
     return [path, found] if found else []
 
 
-def _package_state(directory: str) -> list[Any]:
+def _modules_state(directory: str | Path) -> list[Any]:
+    """Each ``.py`` file below a directory with its time (``__pycache__`` and dot-files skipped)."""
     state: list[Any] = []
     for item in _sorted_entries(directory):
         if item.name == "__pycache__" or item.name.startswith("."):
             continue
         if item.is_dir():
-            state.append([item.name, _package_state(item.path)])
+            state.append([item.name, _modules_state(item.path)])
         elif item.name.endswith(".py"):
             state.append([item.name, _entry_mtime(item)])
     return state
@@ -84,15 +85,7 @@ def _package_state(directory: str) -> list[Any]:
 
 def _directory_state(directory: Path) -> list[Any]:
     """Every module of a tools directory with its time (packages: every ``.py`` file in them)."""
-    state: list[Any] = [str(directory)]
-    for item in _sorted_entries(directory):
-        if item.name.startswith((".", "__pycache__")):
-            continue
-        if item.is_dir():
-            state.append([item.name, _package_state(item.path)])
-        elif item.name.endswith(".py"):
-            state.append([item.name, _entry_mtime(item)])
-    return state
+    return [str(directory), *_modules_state(directory)]
 
 
 def cache_key(settings: PluginSettings, builtin_dir: Path) -> dict[str, Any]:
