@@ -6,6 +6,7 @@ import difflib
 import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -128,6 +129,8 @@ class Host:
         if strict is not None:
             self.settings = attrs.evolve(self.settings, strict=strict)
         self._packs: dict[str, LoadedPack] = {}
+        self._plugin_errors: list[str] = []
+        self._lock = threading.RLock()
         self._catalogue = self._discover(refresh=refresh)
         extra = list(plugins)
         if extra:
@@ -170,7 +173,9 @@ class Host:
         if self._registry is None:
             from expediter.core.registry import Registry
 
-            self._registry = Registry(self._resolve_type, self._host_wrappers)
+            with self._lock:
+                if self._registry is None:
+                    self._registry = Registry(self._resolve_type, self._host_wrappers)
         return self._registry
 
     def _discover(self, *, refresh: bool) -> Catalogue:
@@ -231,23 +236,40 @@ class Host:
     def plugin_manager(self) -> pluggy.PluginManager:
         """The host's plugin manager: packs implementing host hooks, and ``plugins=`` objects."""
         if self._plugin_manager is None:
-            import pluggy
-
-            from expediter.hookspecs import PROJECT_NAME
-            from expediter.hookspecs import host as host_spec
-            from expediter.hookspecs import tool as tool_spec
-
-            manager = pluggy.PluginManager(PROJECT_NAME)
-            manager.add_hookspecs(tool_spec)
-            manager.add_hookspecs(host_spec)
-            for info in self._catalogue.packs:
-                if not set(info.host_hooks) - {"register_tools"}:
-                    continue
-                for name, obj in self._pack(info.id).host_plugins:
-                    if not manager.is_registered(obj):
-                        manager.register(obj, name=name)
-            self._plugin_manager = manager
+            with self._lock:
+                if self._plugin_manager is None:
+                    self._plugin_manager = self._build_plugin_manager()
         return self._plugin_manager
+
+    def _build_plugin_manager(self) -> pluggy.PluginManager:
+        import pluggy
+
+        from expediter.hookspecs import PROJECT_NAME
+        from expediter.hookspecs import host as host_spec
+        from expediter.hookspecs import tool as tool_spec
+
+        manager = pluggy.PluginManager(PROJECT_NAME)
+        manager.add_hookspecs(tool_spec)
+        manager.add_hookspecs(host_spec)
+        for info in self._catalogue.packs:
+            if not set(info.host_hooks) - {"register_tools"}:
+                continue
+            try:
+                plugins = self._pack(info.id).host_plugins
+            except Exception as exc:  # a pack that loaded at discovery but not now
+                self._plugin_errors.append(f"pack {info.name!r}: {type(exc).__name__}: {exc}")
+                logger.error("host plugin pack %s failed to load", info.name, exc_info=exc)
+                continue
+            for name, obj in plugins:
+                if manager.is_registered(obj):
+                    continue
+                try:
+                    manager.register(obj, name=name)
+                except Exception as exc:
+                    # One broken host plugin must not take every call down with it.
+                    self._plugin_errors.append(f"plugin {name!r}: {type(exc).__name__}: {exc}")
+                    logger.error("host plugin %s was not registered: %s", name, exc, exc_info=exc)
+        return manager
 
     def _host_wrappers(self) -> list[object]:
         if self._wrappers is None:
@@ -270,8 +292,8 @@ class Host:
 
     @property
     def errors(self) -> list[str]:
-        """Every pack load error and tool-name conflict, as messages."""
-        return self._catalogue.errors
+        """Every pack load error, tool-name conflict and rejected host plugin, as messages."""
+        return self._catalogue.errors + self._plugin_errors
 
     @property
     def conflicts(self) -> list[Conflict]:

@@ -270,3 +270,21 @@ def test_conflict_advice_names_the_packs_that_can_be_disabled(make_host) -> None
 
     (conflict,) = make_host(my_clock, builtins=True).conflicts
     assert conflict.message.endswith("Disable one with EXPEDITER_DISABLE_PLUGINS=clock.")
+
+
+def test_a_host_plugin_with_a_bad_hook_signature_does_not_break_calls(make_host) -> None:
+    class BadVault:
+        @expediter.hookimpl
+        def resolve_secret(self, name: str, nonsense: int) -> str:
+            return "never"
+
+    @expediter.tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    host = make_host(ping, BadVault())
+    assert host.call("ping", "ping").result == "pong"
+    (error,) = host.errors
+    assert "resolve_secret" in error
+    assert "nonsense" in error
