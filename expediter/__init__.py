@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from expediter.core.catalogue import PackInfo, ToolInfo
     from expediter.core.host import Host
     from expediter.core.model import CallEvent, ToolCall
+    from expediter.core.naming import NameMap
+    from expediter.core.toolset import ToolInstance, Toolset
     from expediter.hookspecs import hookimpl, hookspec
     from expediter.hookspecs.tool import (
         Action,
@@ -43,6 +45,9 @@ _EXPORTS = {
     "ToolInfo": "expediter.core.catalogue",
     "PackInfo": "expediter.core.catalogue",
     "Host": "expediter.core.host",
+    "Toolset": "expediter.core.toolset",
+    "ToolInstance": "expediter.core.toolset",
+    "NameMap": "expediter.core.naming",
 }
 
 __all__ = [
@@ -52,12 +57,15 @@ __all__ = [
     "ConfigField",
     "Decision",
     "Host",
+    "NameMap",
     "PackInfo",
     "ToolCall",
     "ToolError",
     "ToolInfo",
+    "ToolInstance",
     "ToolResult",
     "Toolbox",
+    "Toolset",
     "__version__",
     "action",
     "errors",

@@ -15,6 +15,7 @@ __all__ = [
     "SchemaError",
     "ToolConflict",
     "ToolNotFound",
+    "UnknownProvider",
 ]
 
 
@@ -44,6 +45,10 @@ class ArgumentError(ExpediterError, ToolError):
 
 class SchemaError(ExpediterError, TypeError):
     """A tool's signature cannot be turned into a JSON Schema (an unsupported type hint)."""
+
+
+class UnknownProvider(ExpediterError, ValueError):
+    """The provider name is not one expediter speaks."""
 
 
 class PluginLoadError(ExpediterError):

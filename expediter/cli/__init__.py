@@ -100,10 +100,12 @@ def _register_commands() -> None:
     from expediter.cli import call as call_commands
     from expediter.cli import demo as demo_commands
     from expediter.cli import tools as tools_commands
+    from expediter.cli import turns as turn_commands
 
     cli.add_command(tools_commands.plugins)
     cli.add_command(tools_commands.tools)
     cli.add_command(call_commands.call)
+    cli.add_command(turn_commands.parse)
     cli.add_command(demo_commands.demo)
 
 

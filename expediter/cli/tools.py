@@ -181,3 +181,23 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             click.echo(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip())
     else:
         click.echo("  config: none")
+
+
+#: The providers ``--provider`` accepts (kept here so ``--help`` imports no adapter).
+PROVIDER_NAMES = ("anthropic", "gemini", "mistral", "ollama", "openai", "openai-responses")
+
+
+@tools.command("schema")
+@click.option(
+    "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="The LLM provider."
+)
+@click.option("--strict", is_flag=True, help="Strict mode (OpenAI and Anthropic).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the default).")
+@click.option("--user", "user_id", default=None, help="Offer the tools of this user.")
+@pass_state
+def schema(
+    state: CliState, provider: str, strict: bool, as_json: bool, user_id: str | None
+) -> None:
+    """Print the tool definitions for a provider's `tools` field."""
+    toolset = state.host().toolset(user_id=user_id)
+    echo_json(toolset.schemas(provider, strict=strict))

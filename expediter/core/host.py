@@ -25,7 +25,7 @@ from expediter.errors import (
     ToolConflict,
     ToolNotFound,
 )
-from expediter.hookspecs.tool import CallContext
+from expediter.hookspecs.tool import Action, CallContext
 
 if TYPE_CHECKING:
     # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from expediter.core.eventloop import BackgroundLoop
     from expediter.core.registry import LoadedTool, Registry, ToolType
     from expediter.core.results import Outcome
+    from expediter.core.toolset import ToolInstance, Toolset
 
 __all__ = ["Host", "strict_message"]
 
@@ -143,6 +144,8 @@ class Host:
         self._wrappers: list[object] | None = None
         self._registry: Registry | None = None
         self._loop: BackgroundLoop | None = None
+        #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
+        self._schema_cache: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
 
     @classmethod
     def from_env(
@@ -315,6 +318,32 @@ class Host:
         if failed:
             hint += f" (pack {failed[0]!r} failed to load: see `expediter plugins`)"
         raise ToolNotFound(f"no tool named {name!r}{hint}")
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def toolset(
+        self,
+        user_id: str | None = None,
+        instances: Iterable[ToolInstance | Mapping[str, Any]] | None = None,
+        client_tools: Iterable[Mapping[str, Any]] = (),
+        internal: Iterable[str] = (),
+        headless: bool = False,
+        allowlist: Iterable[str] = (),
+    ) -> Toolset:
+        """The tools to offer in one turn: every installed non-internal tool, plus ``instances``
+        (configured instances with their own id and display name), ``client_tools`` (OpenAI-style
+        function definitions the application runs itself) and the ``internal`` tools named."""
+        from expediter.core.toolset import build_toolset
+
+        return build_toolset(
+            self,
+            user_id=user_id,
+            instances=instances,
+            client_tools=client_tools,
+            internal=internal,
+            headless=headless,
+            allowlist=allowlist,
+        )
 
     # -- calling --------------------------------------------------------------------------------
 

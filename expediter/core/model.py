@@ -42,7 +42,7 @@ class ToolCall:
         return self.instance_id is not None and self.action is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form used by ``expediter parse``."""
+        """Return the JSON form used by ``expediter parse`` (bytes extras as base64)."""
         return {
             "call_id": self.call_id,
             "name": self.name,
@@ -51,7 +51,16 @@ class ToolCall:
             "action": self.action,
             "arguments": dict(self.arguments),
             "error": self.error,
+            "extras": {key: _json_safe(value) for key, value in self.extras.items()},
         }
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        import base64
+
+        return base64.b64encode(value).decode("ascii")
+    return value
 
 
 def display_copy(value: Any, limit: int = DISPLAY_LIMIT) -> Any:
