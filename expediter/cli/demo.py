@@ -45,6 +45,50 @@ def _show_call(state: CliState, tool: str, action: str, arguments: dict[str, Any
     click.echo(f"-> {event.status}, exit status {code}, {event.duration_ms:.2f} ms")
 
 
+#: A scripted Anthropic reply: text, two parallel calls and one name that was never offered.
+_SCRIPTED_REPLY: dict[str, Any] = {
+    "id": "msg_demo",
+    "type": "message",
+    "role": "assistant",
+    "stop_reason": "tool_use",
+    "content": [
+        {"type": "text", "text": "I'll check the time in Tokyo and convert the meeting."},
+        {"type": "tool_use", "id": "toolu_01", "name": "now", "input": {"timezone": "Asia/Tokyo"}},
+        {
+            "type": "tool_use",
+            "id": "toolu_02",
+            "name": "convert",
+            "input": {"time": "09:00", "from_timezone": "Europe/Paris", "to_timezone": "UTC"},
+        },
+        {"type": "tool_use", "id": "toolu_03", "name": "clock_now", "input": {}},
+    ],
+}
+
+
+def _show_turn(state: CliState) -> None:
+    host = state.host()
+    toolset = host.toolset()
+    click.secho("\nOne model turn, Anthropic style:", bold=True)
+    click.secho("$ expediter tools schema --provider anthropic", bold=True)
+    click.echo("offered: " + ", ".join(tool["name"] for tool in toolset.schemas("anthropic")))
+    click.secho("$ expediter parse --provider anthropic --response reply.json", bold=True)
+    calls = toolset.parse_calls("anthropic", _SCRIPTED_REPLY)
+    echo_table(
+        ["CALL ID", "NAME", "TOOL", "ACTION", "ERROR"],
+        [[c.call_id, c.name, c.tool or "-", c.action or "-", c.error or ""] for c in calls],
+    )
+    events = [
+        host.call(c.tool, c.action, c.arguments, call_id=c.call_id)
+        for c in calls
+        if c.tool and c.action and c.error is None
+    ]
+    click.echo("results sent back (one user message, a tool_result per tool_use id):")
+    for message in toolset.result_messages("anthropic", calls, events):
+        for block in message["content"]:
+            flag = "error" if block["is_error"] else "ok"
+            click.echo(f"  {block['tool_use_id']} [{flag}] {block['content'][:70]}")
+
+
 @click.command()
 @pass_state
 def demo(state: CliState) -> None:
@@ -81,7 +125,9 @@ def demo(state: CliState) -> None:
         _show_call(state, "flaky", "flaky", {})
     finally:
         logging.getLogger("expediter.core.host").disabled = False
+    _show_turn(state)
     click.echo(
-        "\nNext: `expediter tools show clock`, `expediter plugins`, "
+        "\nNext: `expediter tools show clock`, `expediter tools schema --provider gemini`, "
+        "`expediter plugins`, "
         '`expediter call clock now --args \'{"timezone": "UTC"}\' --json`.'
     )

@@ -99,6 +99,16 @@ def _client_action(definition: Mapping[str, Any]) -> Action:
     )
 
 
+@attrs.frozen
+class _Unrunnable:
+    """The result of a call that could not run as proposed (unknown name, bad arguments)."""
+
+    call_id: str
+    error: str
+    status: str = "error"
+    result: Any = None
+
+
 class Toolset:
     """The tools offered in one turn: schemas per provider, parsing calls, result messages."""
 
@@ -227,12 +237,13 @@ class Toolset:
         events: Iterable[CallResult],
     ) -> list[dict[str, Any]]:
         """The messages that give the model every call's result (missing ones as errors)."""
-        listed = list(events)
-        by_id = {event.call_id: event for event in listed}
-        results = [
-            by_id.get(call.call_id, listed[index] if index < len(listed) else None)
-            for index, call in enumerate(calls)
-        ]
+        by_id = {event.call_id: event for event in events}
+        results: list[CallResult | None] = []
+        for call in calls:
+            result = by_id.get(call.call_id)
+            if result is None and call.error is not None:
+                result = _Unrunnable(call.call_id, call.error)
+            results.append(result)
         return get_provider(provider).result_messages(calls, results)
 
 
