@@ -146,6 +146,9 @@ class Host:
         self._loop: BackgroundLoop | None = None
         #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
         self._schema_cache: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
+        #: Toolset compositions by the identity of their sources (see ``toolset._compose``).
+        self._toolset_cache: dict[tuple[int, ...], tuple[Any, ...]] = {}
+        self._installed_sources: tuple[Any, ...] | None = None
 
     @classmethod
     def from_env(

@@ -9,6 +9,7 @@ another process can map the model's calls back hours later.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -132,13 +133,7 @@ class NameMap:
         )
 
 
-@attrs.frozen
-class _Target:
-    instance_id: str
-    display_name: str
-    tool: str
-    action: str
-    client: bool
+Target = tuple[str, str, str, str, bool]
 
 
 def assign_names(
@@ -148,24 +143,30 @@ def assign_names(
 
     The result depends only on the set of targets, not on their order.
     """
-    items = sorted(
-        {_Target(*target): None for target in targets},
-        key=lambda t: (t.instance_id, t.action),
-    )
-    bases = [sanitize(item.action) for item in items]
+    normalized = {
+        (*target[:4], bool(target[4]) if len(target) > 4 else False) for target in targets
+    }
+    return _assign(tuple(sorted(normalized, key=lambda t: (t[0], t[3], t[1], t[2], t[4]))))
+
+
+@functools.lru_cache(maxsize=256)
+def _assign(items: tuple[Target, ...]) -> NameMap:
+    """Names for sorted targets (cached: most turns offer the same toolset again)."""
+    bases = [sanitize(action) for _, _, _, action, _ in items]
     counts = Counter(bases)
     taken: set[str] = set()
-    chosen: dict[int, str] = {}
+    chosen: list[str] = [""] * len(items)
 
     def claim(index: int, name: str) -> None:
-        item = items[index]
-        length = 6
         candidate = name
-        digest = _digest(item.instance_id, item.action)
-        while candidate in taken:
-            suffix = digest[:length] if length <= len(digest) else f"{digest[:8]}{length}"
-            candidate = _with_suffix(name, suffix)
-            length += 2
+        if candidate in taken:
+            instance_id, _, _, action, _ = items[index]
+            digest = _digest(instance_id, action)
+            length = 6
+            while candidate in taken:
+                suffix = digest[:length] if length <= len(digest) else f"{digest[:8]}{length}"
+                candidate = _with_suffix(name, suffix)
+                length += 2
         taken.add(candidate)
         chosen[index] = candidate
 
@@ -175,11 +176,11 @@ def assign_names(
             claim(index, _fit(base))
     for index, base in enumerate(bases):
         if counts[base] > 1:
-            prefix = sanitize(items[index].display_name)
-            claim(index, _fit(f"{prefix}_{base}"))
+            claim(index, _fit(f"{sanitize(items[index][1])}_{base}"))
 
-    entries = tuple(
-        NameEntry(chosen[index], item.instance_id, item.tool, item.action, item.client)
-        for index, item in enumerate(items)
+    return NameMap(
+        tuple(
+            NameEntry(chosen[index], instance_id, tool, action, client)
+            for index, (instance_id, _, tool, action, client) in enumerate(items)
+        )
     )
-    return NameMap(entries)

@@ -109,6 +109,49 @@ class _Unrunnable:
     result: Any = None
 
 
+def _compose(host: Host, sources: Sequence[_Source]) -> tuple[NameMap, tuple[OfferedAction, ...]]:
+    """Name the sources' actions, reusing the result when the very same sources come again."""
+    cache = host._toolset_cache  # owned by the host: shared by its toolsets
+    key = tuple(id(source) for source in sources)
+    cached = cache.get(key)
+    if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
+        return cached[1], cached[2]
+    name_map = assign_names(
+        (source.instance_id, source.display_name, source.tool, action.name, source.client)
+        for source in sources
+        for action in source.actions
+    )
+    offered = []
+    for source in sources:
+        for action in source.actions:
+            name = name_map.name_for(source.instance_id, action.name)
+            assert name is not None
+            offered.append(
+                OfferedAction(
+                    name,
+                    source.instance_id,
+                    source.tool,
+                    source.display_name,
+                    action,
+                    source.client,
+                )
+            )
+    if len(cache) >= 64:
+        cache.clear()
+    cache[key] = (tuple(sources), name_map, tuple(offered))
+    return name_map, tuple(offered)
+
+
+def _installed_sources(host: Host) -> list[_Source]:
+    """One source per offered non-internal tool (the same objects for the host's lifetime)."""
+    if host._installed_sources is None:
+        host._installed_sources = tuple(
+            _Source(info.name, info.name, info.name, tuple(a for a in info.actions if a.active))
+            for info in host.catalogue()
+        )
+    return list(host._installed_sources)
+
+
 class Toolset:
     """The tools offered in one turn: schemas per provider, parsing calls, result messages."""
 
@@ -128,27 +171,8 @@ class Toolset:
         self.allowlist = frozenset(allowlist)
         #: Instances that could not be offered (their tool failed to describe itself).
         self.errors = list(errors)
-        targets = [
-            (source.instance_id, source.display_name, source.tool, action.name, source.client)
-            for source in sources
-            for action in source.actions
-        ]
-        self.name_map: NameMap = assign_names(targets)
-        self.actions: list[OfferedAction] = []
-        for source in sources:
-            for action in source.actions:
-                name = self.name_map.name_for(source.instance_id, action.name)
-                assert name is not None
-                self.actions.append(
-                    OfferedAction(
-                        name,
-                        source.instance_id,
-                        source.tool,
-                        source.display_name,
-                        action,
-                        source.client,
-                    )
-                )
+        self.name_map, offered = _compose(host, sources)
+        self.actions: list[OfferedAction] = list(offered)
         self._by_name = {offered.name: offered for offered in self.actions}
         self._schemas: dict[tuple[str, bool], list[dict[str, Any]]] = {}
 
@@ -258,9 +282,11 @@ def build_toolset(
     allowlist: Iterable[str] = (),
 ) -> Toolset:
     """Assemble a toolset: installed tools, explicit instances, internal and client tools."""
-    sources: dict[str, _Source] = {}
+    sources: dict[str, _Source] = {
+        source.instance_id: source for source in _installed_sources(host)
+    }
     errors: list[str] = []
-    for info in [*host.catalogue(), *(host.tool_info(name) for name in internal)]:
+    for info in (host.tool_info(name) for name in internal):
         actions = tuple(action for action in info.actions if action.active)
         sources[info.name] = _Source(info.name, info.name, info.name, actions)
     for value in instances or ():

@@ -12,7 +12,7 @@ import hashlib
 import json
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
 
@@ -31,8 +31,7 @@ __all__ = [
 _ALPHABET = string.ascii_letters + string.digits
 
 
-@attrs.frozen
-class ToolSpec:
+class ToolSpec(NamedTuple):
     """One action as offered: its name, description and (already transformed) parameters."""
 
     name: str
