@@ -17,6 +17,7 @@ BENCHMARKS = {
     "dispatch": "bench_dispatch.py",
     "tools_list": "bench_tools_list.py",
     "help": "bench_help.py",
+    "schemas": "bench_schemas.py",
 }
 
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from expediter.core.eventloop import BackgroundLoop
     from expediter.core.registry import LoadedTool, Registry, ToolType
     from expediter.core.results import Outcome
-    from expediter.core.toolset import ToolInstance, Toolset
+    from expediter.core.toolset import ToolInstance, Toolset, _Composition
 
 __all__ = ["Host", "strict_message"]
 
@@ -147,7 +147,7 @@ class Host:
         #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
         self._schema_cache: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
         #: Toolset compositions by the identity of their sources (see ``toolset._compose``).
-        self._toolset_cache: dict[tuple[int, ...], tuple[Any, ...]] = {}
+        self._toolset_cache: dict[tuple[int, ...], _Composition] = {}
         self._installed_sources: tuple[Any, ...] | None = None
 
     @classmethod

@@ -109,13 +109,25 @@ class _Unrunnable:
     result: Any = None
 
 
-def _compose(host: Host, sources: Sequence[_Source]) -> tuple[NameMap, tuple[OfferedAction, ...]]:
+@attrs.define(eq=False)
+class _Composition:
+    """What a set of sources offers, kept while the same sources are offered again."""
+
+    sources: tuple[_Source, ...]
+    name_map: NameMap
+    actions: tuple[OfferedAction, ...]
+    by_name: dict[str, OfferedAction]
+    #: ``(provider, strict)`` -> one ToolSpec per action.
+    specs: dict[tuple[str, bool], list[ToolSpec]] = attrs.Factory(dict)
+
+
+def _compose(host: Host, sources: Sequence[_Source]) -> _Composition:
     """Name the sources' actions, reusing the result when the very same sources come again."""
     cache = host._toolset_cache  # owned by the host: shared by its toolsets
     key = tuple(id(source) for source in sources)
     cached = cache.get(key)
-    if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
-        return cached[1], cached[2]
+    if cached is not None and all(a is b for a, b in zip(cached.sources, sources, strict=True)):
+        return cached
     name_map = assign_names(
         (source.instance_id, source.display_name, source.tool, action.name, source.client)
         for source in sources
@@ -136,10 +148,13 @@ def _compose(host: Host, sources: Sequence[_Source]) -> tuple[NameMap, tuple[Off
                     source.client,
                 )
             )
+    composition = _Composition(
+        tuple(sources), name_map, tuple(offered), {item.name: item for item in offered}
+    )
     if len(cache) >= 64:
         cache.clear()
-    cache[key] = (tuple(sources), name_map, tuple(offered))
-    return name_map, tuple(offered)
+    cache[key] = composition
+    return composition
 
 
 def _installed_sources(host: Host) -> list[_Source]:
@@ -171,10 +186,11 @@ class Toolset:
         self.allowlist = frozenset(allowlist)
         #: Instances that could not be offered (their tool failed to describe itself).
         self.errors = list(errors)
-        self.name_map, offered = _compose(host, sources)
-        self.actions: list[OfferedAction] = list(offered)
-        self._by_name = {offered.name: offered for offered in self.actions}
-        self._schemas: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        self._composition = _compose(host, sources)
+        self.name_map: NameMap = self._composition.name_map
+        #: The offered actions, in offer order.
+        self.actions: tuple[OfferedAction, ...] = self._composition.actions
+        self._by_name = self._composition.by_name
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -186,7 +202,8 @@ class Toolset:
     # -- schemas ------------------------------------------------------------------------------
 
     def _spec(self, adapter: Provider, offered: OfferedAction, strict: bool) -> ToolSpec:
-        cache = self.host._schema_cache  # owned by the host: shared by its toolsets
+        # Per action version, shared by every composition that offers it.
+        cache = self.host._schema_cache
         key = (id(offered.action), adapter.name, strict)
         cached = cache.get(key)
         if cached is None or cached[0] is not offered.action:
@@ -205,11 +222,11 @@ class Toolset:
     def schemas(self, provider: str, strict: bool = False) -> list[dict[str, Any]]:
         """The list the provider's ``tools`` field takes (strict mode for OpenAI/Anthropic)."""
         adapter = get_provider(provider)
-        key = (adapter.name, strict)
-        if key not in self._schemas:
+        specs = self._composition.specs.get((adapter.name, strict))
+        if specs is None:
             specs = [self._spec(adapter, offered, strict) for offered in self.actions]
-            self._schemas[key] = adapter.tools(specs)
-        return self._schemas[key]
+            self._composition.specs[(adapter.name, strict)] = specs
+        return adapter.tools(specs)
 
     # -- calls ----------------------------------------------------------------------------------
 

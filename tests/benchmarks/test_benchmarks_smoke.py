@@ -21,6 +21,22 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float], ..
         (("dispatch_{n}", "dispatch_1", 1.1), ("call_1", "llm", 1.0)),
     ),
     "bench_tools_list.py": ("tools_list", ("python", "warm", "cold"), (("warm", "python", 15.0),)),
+    "bench_schemas.py": (
+        "schemas",
+        (
+            "openai_toolset",
+            "openai_plain",
+            "anthropic_toolset",
+            "anthropic_plain",
+            "gemini_toolset",
+            "gemini_plain",
+        ),
+        (
+            ("openai_toolset", "openai_plain", 5.0),
+            ("anthropic_toolset", "anthropic_plain", 5.0),
+            ("gemini_toolset", "gemini_plain", 5.0),
+        ),
+    ),
     "bench_help.py": (
         "help",
         ("python", "expediter_help", "llm_help"),
