@@ -23,9 +23,29 @@ __all__ = [
 
 Schema = dict[str, Any]
 
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SCHEMA_MAPS = (
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",  # draft-07: values are schemas or lists of names (skipped)
+)
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems", "items")  # draft-07 list ``items``
+_SCHEMA_VALUES = (
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contentSchema",
+    "not",
+    "contains",
+    "if",
+    "then",
+    "else",
+)
 #: Keys that belong to expediter, never to the model (none today; reserved prefix).
 _FRAMEWORK_PREFIX = "x-expediter"
 
@@ -89,9 +109,10 @@ def _nullable(schema: Schema) -> Schema:
     if _allows_null(schema) or not schema:
         return schema
     kind = schema.get("type")
-    if isinstance(kind, str) and "enum" not in schema and "$ref" not in schema:
+    plain = not ({"enum", "const", "$ref"} & set(schema))
+    if isinstance(kind, str) and plain:
         return {**schema, "type": [kind, "null"]}
-    if isinstance(kind, list) and "enum" not in schema and "$ref" not in schema:
+    if isinstance(kind, list) and plain:
         return {**schema, "type": [*kind, "null"]}
     if isinstance(schema.get("anyOf"), list) and set(schema) <= {"anyOf", "description"}:
         return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
@@ -111,7 +132,9 @@ def strict_schema(schema: Schema) -> Schema:
     def close(node: Schema) -> None:
         node.pop("default", None)
         node.pop("uniqueItems", None)
-        if not (node.get("type") == "object" or "properties" in node):
+        kind = node.get("type")
+        is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+        if not (is_object or "properties" in node):
             return
         if node.get("additionalProperties") not in (None, False):
             raise NotStrictable("an object that accepts undeclared keys (a map or **kwargs)")
@@ -179,12 +202,33 @@ def strip_optional_nulls(
         if value is None and name not in required and not _allows_null(resolved):
             continue
         if isinstance(value, dict):
-            value = strip_optional_nulls(value, resolved, root)
-        elif isinstance(value, list) and isinstance(resolved.get("items"), Mapping):
-            items = _resolve(dict(resolved["items"]), root)
-            value = [
-                strip_optional_nulls(item, items, root) if isinstance(item, dict) else item
-                for item in value
-            ]
+            record = _variant(resolved, root, "properties")
+            if record is not None:
+                value = strip_optional_nulls(value, record, root)
+        elif isinstance(value, list):
+            array = _variant(resolved, root, "items")
+            items = array.get("items") if array is not None else None
+            if isinstance(items, Mapping):
+                element = _variant(_resolve(dict(items), root), root, "properties")
+                if element is not None:
+                    value = [
+                        strip_optional_nulls(item, element, root)
+                        if isinstance(item, dict)
+                        else item
+                        for item in value
+                    ]
         cleaned[name] = value
     return cleaned
+
+
+def _variant(schema: Schema, root: Mapping[str, Any], key: str) -> Schema | None:
+    """The schema (or, for ``T | None`` and other unions, the first variant) that has ``key``."""
+    if key in schema:
+        return schema
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        for option in schema.get(combinator) or ():
+            if isinstance(option, Mapping):
+                found = _variant(_resolve(dict(option), root), root, key)
+                if found is not None:
+                    return found
+    return None
