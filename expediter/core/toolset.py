@@ -21,6 +21,7 @@ from expediter.core.providers.base import (
 from expediter.core.providers.jsonschema import (
     NotStrictable,
     model_schema,
+    read_only,
     strict_schema,
     strip_optional_nulls,
 )
@@ -214,7 +215,7 @@ class Toolset:
                     parameters, is_strict = strict_schema(parameters), True
                 except NotStrictable as exc:
                     logger.info("%s is offered without strict mode: %s", offered.name, exc)
-            cached = (offered.action, adapter.parameters(parameters), is_strict)
+            cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
             cache[key] = cached
         _, parameters, is_strict = cached
         return ToolSpec(offered.name, offered.action.description, parameters, is_strict)

@@ -14,8 +14,11 @@ from expediter.hookspecs.tool import Action
 
 __all__ = [
     "NotStrictable",
+    "ReadOnlyDict",
+    "ReadOnlyList",
     "gemini_schema",
     "model_schema",
+    "read_only",
     "strict_schema",
     "strip_optional_nulls",
     "walk",
@@ -67,6 +70,59 @@ def walk(schema: Any, visit: Callable[[Schema], None]) -> None:
                 walk(child, visit)
     for key in _SCHEMA_VALUES:
         walk(schema.get(key), visit)
+
+
+_SHARED = (
+    "this schema is shared by every toolset of the host (it is cached per action): "
+    "copy.deepcopy() it before changing it"
+)
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """A dict that refuses changes: schemas handed out are cached and shared."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_SHARED)
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {key: copy.deepcopy(value, memo) for key, value in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+class ReadOnlyList(list[Any]):
+    """A list that refuses changes (see ReadOnlyDict)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_SHARED)
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = clear = extend = insert = pop = remove = reverse = sort = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [copy.deepcopy(value, memo) for value in self]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+def read_only(value: Any) -> Any:
+    """A deep read-only copy of JSON data (dicts and lists that refuse changes)."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({key: read_only(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return ReadOnlyList(read_only(item) for item in value)
+    return value
 
 
 def model_schema(action: Action) -> Schema:
@@ -130,6 +186,15 @@ def strict_schema(schema: Schema) -> Schema:
     result: Schema = copy.deepcopy(schema)
 
     def close(node: Schema) -> None:
+        reference = node.get("$ref")
+        if isinstance(reference, str) and len(node) > 1:
+            # Strict mode allows no keywords beside a $ref: inline the definition instead.
+            target = _resolve({"$ref": reference}, result)
+            if "$ref" not in target:
+                siblings = {key: value for key, value in node.items() if key != "$ref"}
+                node.clear()
+                node.update(copy.deepcopy(target))
+                node.update(siblings)
         node.pop("default", None)
         node.pop("uniqueItems", None)
         kind = node.get("type")

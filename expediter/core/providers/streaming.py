@@ -48,7 +48,14 @@ class OpenAIChatStream(StreamAccumulator):
             if not isinstance(fragment, Mapping):
                 continue
             index = int(fragment.get("index") or 0)
-            call = self._calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+            call = self._calls.get(index)
+            if call is not None and fragment.get("id") and call["id"] not in (None, fragment["id"]):
+                # A new id at a used index: a provider (Mistral) that streams whole calls
+                # without an index. Keep the calls apart, in arrival order.
+                index = max(self._calls) + 1
+                call = None
+            if call is None:
+                call = self._calls[index] = {"id": None, "name": "", "arguments": ""}
             if fragment.get("id"):
                 call["id"] = fragment["id"]
             function = fragment.get("function") or {}
