@@ -12,6 +12,7 @@ from expediter.__about__ import __version__
 
 if TYPE_CHECKING:
     from expediter.core.host import Host
+    from expediter.core.ledger import Ledger
 
 __all__ = ["CliState", "cli", "main", "pass_state"]
 
@@ -45,10 +46,31 @@ def _configure_logging(verbose: int) -> None:
 class CliState:
     """Options shared by every command; the host is created on first use."""
 
-    def __init__(self, tools_dirs: Sequence[str], refresh: bool) -> None:
+    def __init__(self, tools_dirs: Sequence[str], refresh: bool, database: str | None) -> None:
         self.tools_dirs = tuple(tools_dirs)
         self.refresh = refresh
+        self.database = database
         self._host: Host | None = None
+        self._ledger: Ledger | None = None
+
+    def ledger(self) -> Ledger:
+        """The ledger named by ``--database`` / ``EXPEDITER_DATABASE_URL`` (no pack imported)."""
+        if self._host is not None:
+            return self._host.ledger
+        if self._ledger is None:
+            import os
+
+            from expediter.core.ledger import Ledger
+            from expediter.core.settings import expediter_home
+            from expediter.errors import LedgerError
+
+            url = self.database or os.environ.get("EXPEDITER_DATABASE_URL") or None
+            lease = float(os.environ.get("EXPEDITER_LEASE_SECONDS") or 60)
+            try:
+                self._ledger = Ledger(url, home=expediter_home(), lease_seconds=lease)
+            except LedgerError as exc:
+                raise click.ClickException(str(exc)) from exc
+        return self._ledger
 
     def host(self, plugins: Sequence[object] = (), *, strict: bool | None = None) -> Host:
         """The host configured from the environment and the global options.
@@ -61,7 +83,11 @@ class CliState:
 
             try:
                 self._host = Host.from_env(
-                    tools_path=self.tools_dirs, plugins=plugins, refresh=self.refresh, strict=strict
+                    tools_path=self.tools_dirs,
+                    plugins=plugins,
+                    refresh=self.refresh,
+                    strict=strict,
+                    database_url=self.database,
                 )
             except PluginLoadError as exc:
                 raise click.ClickException(str(exc)) from exc
@@ -84,21 +110,35 @@ pass_state = click.make_pass_decorator(CliState)
 @click.option(
     "--refresh", is_flag=True, help="Rebuild the cached tool manifest (imports every pack)."
 )
+@click.option(
+    "--database",
+    metavar="URL",
+    default=None,
+    help="The ledger database: sqlite:///path or postgresql://user@host/db "
+    "(default: EXPEDITER_DATABASE_URL, else an SQLite file in EXPEDITER_HOME).",
+)
 @click.option("-v", "--verbose", count=True, help="Log more (-vv for debug).")
 @click.pass_context
-def cli(ctx: click.Context, tools_dirs: tuple[str, ...], refresh: bool, verbose: int) -> None:
+def cli(
+    ctx: click.Context,
+    tools_dirs: tuple[str, ...],
+    refresh: bool,
+    database: str | None,
+    verbose: int,
+) -> None:
     """expediter: offer tools to LLMs and run their calls safely.
 
     Tools come from installed tool packs (the `expediter` entry-point group), from tools
     directories (EXPEDITER_TOOLS_PATH, --tools-dir) and from the built-ins.
     """
     _configure_logging(verbose)
-    ctx.obj = CliState(tools_dirs, refresh)
+    ctx.obj = CliState(tools_dirs, refresh, database)
 
 
 def _register_commands() -> None:
     from expediter.cli import call as call_commands
     from expediter.cli import demo as demo_commands
+    from expediter.cli import ledger as ledger_commands
     from expediter.cli import tools as tools_commands
     from expediter.cli import turns as turn_commands
 
@@ -106,6 +146,8 @@ def _register_commands() -> None:
     cli.add_command(tools_commands.tools)
     cli.add_command(call_commands.call)
     cli.add_command(turn_commands.parse)
+    cli.add_command(ledger_commands.ledger)
+    cli.add_command(ledger_commands.db)
     cli.add_command(demo_commands.demo)
 
 

@@ -21,6 +21,7 @@ from expediter.core.settings import BUILTIN_DIR, PluginSettings, expediter_home,
 from expediter.errors import (
     ActionNotFound,
     ArgumentError,
+    LedgerError,
     PluginLoadError,
     ToolConflict,
     ToolNotFound,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from expediter.core.discovery import LoadedPack
     from expediter.core.eventloop import BackgroundLoop
+    from expediter.core.ledger import Attempt, Ledger
     from expediter.core.registry import LoadedTool, Registry, ToolType
     from expediter.core.results import Outcome
     from expediter.core.toolset import ToolInstance, Toolset, _Composition
@@ -51,8 +53,10 @@ class _Call:
     __slots__ = (
         "action",
         "arguments",
+        "attempt",
         "call_id",
         "instance_id",
+        "owner_id",
         "run_id",
         "started",
         "tool",
@@ -76,6 +80,14 @@ class _Call:
         self.call_id = call_id
         self.started = time.perf_counter()
         self.instance_id: str | None = None
+        self.owner_id: str | None = None
+        #: The ledger record of this call, once proposed.
+        self.attempt: Attempt | None = None
+
+    @property
+    def key(self) -> str:
+        """The ledger key: ``run_id:call_id`` (direct calls have no message)."""
+        return f"{self.run_id}:{self.call_id}"
 
 
 def _is_mapping(value: object) -> bool:
@@ -121,8 +133,21 @@ class Host:
         builtins: bool = True,
         strict: bool | None = None,
         environ: Mapping[str, str] | None = None,
+        record_calls: bool = True,
+        fail_closed: bool = False,
+        lease_seconds: float | None = None,
     ) -> None:
+        env = os.environ if environ is None else environ
         self.database_url = database_url
+        #: Whether ``call`` records every call in the ledger (False: no database at all).
+        self.record_calls = record_calls
+        self.fail_closed = fail_closed
+        self.lease_seconds = (
+            float(lease_seconds)
+            if lease_seconds is not None
+            else float(env.get("EXPEDITER_LEASE_SECONDS") or 60)
+        )
+        self._ledger: Ledger | None = None
         self.home = Path(home) if home is not None else expediter_home(environ)
         self.settings = PluginSettings.from_env(
             environ, autoload=autoload, tools_path=tools_path, builtins=builtins
@@ -159,11 +184,13 @@ class Host:
         refresh: bool = False,
         strict: bool | None = None,
         environ: Mapping[str, str] | None = None,
+        database_url: str | None = None,
     ) -> Host:
-        """Configure from ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``."""
+        """Configure from ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``;
+        ``database_url`` (the CLI's ``--database``) wins over ``EXPEDITER_DATABASE_URL``."""
         env = os.environ if environ is None else environ
         return cls(
-            database_url=env.get("EXPEDITER_DATABASE_URL") or None,
+            database_url=database_url or env.get("EXPEDITER_DATABASE_URL") or None,
             tools_path=[*split_paths(env.get("EXPEDITER_TOOLS_PATH")), *tools_path],
             plugins=plugins,
             refresh=refresh,
@@ -172,6 +199,32 @@ class Host:
         )
 
     # -- discovery ---------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> Ledger:
+        """The call ledger (``database_url``, or an SQLite file in ``EXPEDITER_HOME``)."""
+        if self._ledger is None:
+            from expediter.core.ledger import Ledger
+
+            with self._lock:
+                if self._ledger is None:
+                    ledger = Ledger(
+                        self.database_url,
+                        home=self.home,
+                        lease_seconds=self.lease_seconds,
+                        fail_closed=self.fail_closed,
+                    )
+                    ledger.open()
+                    self._ledger = ledger
+        return self._ledger
+
+    def _open_ledger(self) -> None:
+        """Open the ledger before a call's clock starts; its errors are reported by the call."""
+        if self.record_calls and self._ledger is None:
+            try:
+                self.ledger  # noqa: B018 - opening is the point
+            except LedgerError:
+                pass
 
     @property
     def registry(self) -> Registry:
@@ -409,7 +462,45 @@ class Host:
         """Check the call and start the tool: returns its value or an awaitable of it."""
         loaded, arguments, context = self._prepare(call)
         call.instance_id = loaded.instance_id
+        call.owner_id = loaded.user_id
+        if self.record_calls:
+            call.attempt = self._propose(call)
+            if call.attempt.created is False:
+                raise LedgerError(
+                    f"the ledger already has a call {call.key!r}; it was not run again"
+                )
         return loaded.call(action=call.action, arguments=arguments, context=context)
+
+    def _propose(self, call: _Call) -> Attempt:
+        return self.ledger.begin(
+            key=call.key,
+            call_id=call.call_id,
+            name=call.action,
+            run_id=call.run_id,
+            user_id=call.user_id,
+            owner_id=call.owner_id,
+            instance_id=call.instance_id,
+            tool=call.tool,
+            action=call.action,
+            arguments=call.arguments if _is_mapping(call.arguments) else None,
+        )
+
+    def _record(self, call: _Call, outcome: Outcome, duration_ms: float) -> None:
+        """Finish the call's ledger row (proposing it first when the call failed early)."""
+        if outcome.error_type == "LedgerError":
+            return
+        try:
+            if call.attempt is None:
+                call.attempt = self._propose(call)
+            self.ledger.finish(
+                call.attempt,
+                ok=outcome.ok,
+                result=outcome.value,
+                error=outcome.error,
+                duration_ms=duration_ms,
+            )
+        except Exception as exc:
+            logger.error("the ledger could not record call %s: %s", call.key, exc, exc_info=exc)
 
     def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the tool's value or exception into the final event."""
@@ -431,9 +522,12 @@ class Host:
                     extra={"tool": call.tool, "action": call.action},
                 )
         arguments = call.arguments
+        duration_ms = int((time.perf_counter() - call.started) * 1_000_000) / 1000
+        if self.record_calls:
+            self._record(call, outcome, duration_ms)
         return CallEvent(
             status="completed" if outcome.ok else "error",
-            key=f"{call.run_id}:{call.call_id}",
+            key=call.key,
             call_id=call.call_id,
             name=call.action,
             tool=call.tool,
@@ -442,7 +536,7 @@ class Host:
             result=outcome.value,
             error=outcome.error,
             error_type=outcome.error_type,
-            duration_ms=int((time.perf_counter() - call.started) * 1_000_000) / 1000,
+            duration_ms=duration_ms,
             instance_id=call.instance_id,
             user_id=call.user_id,
         )
@@ -458,6 +552,7 @@ class Host:
         call_id: str | None = None,
     ) -> CallEvent:
         """Run one action of one tool and return the final event; never raises for tool errors."""
+        self._open_ledger()
         call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
         try:
             value = self._begin(call)
@@ -478,6 +573,7 @@ class Host:
         call_id: str | None = None,
     ) -> CallEvent:
         """Async ``call``: async tools are awaited on the caller's event loop."""
+        self._open_ledger()
         call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
         try:
             value = self._begin(call)
@@ -495,9 +591,11 @@ class Host:
         return self._loop
 
     def close(self) -> None:
-        """Stop the background loop used for async tools."""
+        """Stop the background loop used for async tools and close the ledger."""
         if self._loop is not None:
             self._loop.close()
+        if self._ledger is not None:
+            self._ledger.close()
 
     def __enter__(self) -> Host:
         return self

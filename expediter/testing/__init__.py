@@ -55,7 +55,8 @@ def expediter_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def make_host(expediter_home: Path) -> Iterator[Callable[..., Host]]:
-    """Build hosts offering only the given tools/plugins (no installed packs, no built-ins)."""
+    """Build hosts offering only the given tools/plugins (no installed packs, no built-ins, and
+    no ledger unless ``record_calls=True``)."""
     from expediter.core.host import Host
 
     hosts: list[Host] = []
@@ -65,6 +66,7 @@ def make_host(expediter_home: Path) -> Iterator[Callable[..., Host]]:
         tools_path: tuple[str | Path, ...] = (),
         autoload: bool = False,
         builtins: bool = False,
+        record_calls: bool = False,
         **options: Any,
     ) -> Host:
         host = Host(
@@ -73,6 +75,7 @@ def make_host(expediter_home: Path) -> Iterator[Callable[..., Host]]:
             plugins=plugins,
             home=expediter_home,
             builtins=builtins,
+            record_calls=record_calls,
             **options,
         )
         hosts.append(host)

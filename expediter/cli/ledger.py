@@ -1,0 +1,199 @@
+"""``expediter ledger ...`` and ``expediter db ...``: read the call ledger, sweep it, migrate it."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from expediter.cli import CliState, pass_state
+from expediter.cli.output import echo_json, echo_table, shorten
+
+if TYPE_CHECKING:
+    from expediter.core.ledger import Ledger
+
+__all__ = ["db", "ledger"]
+
+STATUS_NAMES = (
+    "proposed",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "executed",
+    "confirmed",
+    "failed",
+    "abandoned",
+)
+
+
+def _open(state: CliState) -> Ledger:
+    from expediter.errors import LedgerError
+
+    ledger = state.ledger()
+    try:
+        ledger.check()
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    return ledger
+
+
+def _since(value: str | None) -> float | None:
+    if value is None:
+        return None
+    from expediter.core.ledger import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from exc
+
+
+@click.group()
+def ledger() -> None:
+    """Read the record of every tool call, sweep abandoned calls, replay the outage spool."""
+
+
+@ledger.command("ls")
+@click.option("--status", type=click.Choice(STATUS_NAMES), help="Only calls in this status.")
+@click.option("--user", "user_id", help="Only calls made on behalf of this user.")
+@click.option("--tool", help="Only calls of this tool.")
+@click.option("--since", metavar="DURATION", help="Only calls in the last 45s, 30m, 1h, 2d...")
+@click.option("--limit", default=100, show_default=True, help="At most this many (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def list_calls(
+    state: CliState,
+    status: str | None,
+    user_id: str | None,
+    tool: str | None,
+    since: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List recorded calls, newest first."""
+    seconds = _since(since)
+    rows = _open(state).rows(
+        status=status, user_id=user_id, tool=tool, since=seconds, limit=max(0, limit)
+    )
+    if as_json:
+        echo_json([row.to_dict() for row in rows])
+        return
+    echo_table(
+        ["KEY", "STATUS", "TOOL", "ACTION", "USER", "ATTEMPTED", "MS", "ERROR"],
+        [
+            [
+                shorten(row.key, 44),
+                row.status + (" (late)" if row.late else ""),
+                row.tool or "-",
+                row.action or "-",
+                row.user_id or "-",
+                (row.to_dict()["attempted_at"] or "")[:19],
+                "" if row.duration_ms is None else f"{row.duration_ms:.1f}",
+                shorten(row.error or "", 50),
+            ]
+            for row in rows
+        ],
+    )
+
+
+@ledger.command("show")
+@click.argument("key")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def show_call(state: CliState, key: str, as_json: bool) -> None:
+    """Show one recorded call, arguments and result included."""
+    row = _open(state).get(key)
+    if row is None:
+        raise click.UsageError(f"the ledger has no call {key!r}")
+    data = row.to_dict()
+    if as_json:
+        echo_json(data)
+        return
+    for name, value in data.items():
+        text = value if isinstance(value, str) or value is None else json.dumps(value)
+        click.echo(f"{name:>16}: {'-' if text is None else text}")
+
+
+@ledger.command("stats")
+@click.option("--since", metavar="DURATION", help="Only calls in the last 45s, 30m, 1h, 2d...")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def stats(state: CliState, since: str | None, as_json: bool) -> None:
+    """Calls, failures and p50/p95 duration per tool."""
+    found = _open(state).stats(since=_since(since))
+    if as_json:
+        echo_json([item.to_dict() for item in found])
+        return
+
+    def ms(value: Any) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    echo_table(
+        ["TOOL", "CALLS", "FAILURES", "P50 MS", "P95 MS"],
+        [[s.tool, s.calls, s.failures, ms(s.p50_ms), ms(s.p95_ms)] for s in found],
+    )
+
+
+@ledger.command("sweep")
+@click.option("--json", "as_json", is_flag=True, help="Print the abandoned keys as JSON.")
+@pass_state
+def sweep(state: CliState, as_json: bool) -> None:
+    """Mark calls whose worker stopped renewing its lease as abandoned."""
+    keys = _open(state).sweep()
+    if as_json:
+        echo_json(keys)
+        return
+    click.echo(f"abandoned {len(keys)} call(s)" + (": " + ", ".join(keys) if keys else ""))
+
+
+@ledger.command("replay")
+@pass_state
+def replay(state: CliState) -> None:
+    """Write the calls recorded in the outage spool to the database, in order."""
+    led = _open(state)
+    done = led.replay()
+    left = " (some remain: the database stopped answering)" if led.spool.pending() else ""
+    click.echo(f"replayed {done} write(s) from {led.spool.path}{left}")
+
+
+@click.group()
+def db() -> None:
+    """Create or upgrade the ledger's database schema."""
+
+
+@db.command("upgrade")
+@pass_state
+def upgrade(state: CliState) -> None:
+    """Apply the bundled migrations (creates the tables in a new database)."""
+    from expediter.core.ledger.schema import upgrade as run_upgrade
+
+    database = state.ledger().database
+    try:
+        reached = run_upgrade(database)
+    except Exception as exc:
+        raise click.ClickException(f"upgrading {database.display} failed: {exc}") from exc
+    click.echo(f"{database.display} is at {reached}")
+
+
+@db.command("current")
+@pass_state
+def current(state: CliState) -> None:
+    """Print the schema revision of the database (and whether it is the newest)."""
+    from expediter.core.ledger.schema import HEAD, current_revision
+
+    database = state.ledger().database
+    try:
+        connection = database.connect()
+    except Exception as exc:
+        raise click.ClickException(f"cannot reach {database.display}: {exc}") from exc
+    try:
+        revision = current_revision(connection)
+    finally:
+        connection.close()
+    if revision is None:
+        click.echo("no schema yet: run `expediter db upgrade`")
+    elif revision == HEAD:
+        click.echo(f"{revision} (head)")
+    else:
+        click.echo(f"{revision} (head is {HEAD}: run `expediter db upgrade`)")

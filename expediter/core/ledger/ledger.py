@@ -1,0 +1,469 @@
+"""The ledger: a durable record of every tool call, on SQLite (embedded) or PostgreSQL.
+
+One held autocommit connection per process, statements compiled once, a lease on every running
+call renewed by a background thread, and an on-disk spool that keeps writes in order while the
+database cannot be reached, replayed when it answers again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, final
+
+import attrs
+
+from expediter.core.ledger.database import Database, default_url, is_outage
+from expediter.core.ledger.records import LedgerRow, ToolStats
+from expediter.core.ledger.repository import Repository, Statements
+from expediter.core.ledger.schema import HEAD, current_revision, upgrade
+from expediter.core.ledger.spool import Spool
+from expediter.errors import LedgerError
+
+__all__ = ["RESULT_LIMIT", "Attempt", "Ledger", "parse_duration", "redact"]
+
+logger = logging.getLogger(__name__)
+
+#: Characters of a result's JSON kept in the ledger.
+RESULT_LIMIT = 400_000
+_SECRET_NAMES = re.compile(
+    r"pass(word)?|secret|token|api[_-]?key|authori[sz]ation|credential|private[_-]?key", re.I
+)
+#: ``_write``'s answer when a write reached neither the database nor the spool.
+_LOST = object()
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``45s``, ``30m``, ``1h``, ``2d``, ``1w`` as seconds."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"cannot read the duration {text!r}; use e.g. 45s, 30m, 1h, 2d")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def redact(value: Any) -> Any:
+    """Arguments as recorded: values under secret-looking names (api_key, token...) hidden."""
+    if isinstance(value, Mapping):
+        return {
+            key: "***" if isinstance(key, str) and _SECRET_NAMES.search(key) else redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    return value
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _capped(value: Any) -> str | None:
+    text = _json(value)
+    if text is not None and len(text) > RESULT_LIMIT:
+        marker = f" ... [{len(text) - RESULT_LIMIT} more characters not recorded]"
+        text = json.dumps(text[: RESULT_LIMIT - len(marker)] + marker)
+    return text
+
+
+@attrs.define
+class Attempt:
+    """One call being recorded: the row it created, and whether the database has it yet."""
+
+    key: str
+    user_id: str | None
+    attempt_id: str
+    started: float
+    #: True: this attempt created the row; False: the key existed (do not run);
+    #: None: the database was unreachable and the write went to the spool.
+    created: bool | None
+    status: str = "proposed"
+    #: False when neither the database nor the spool took the proposed row: the result is
+    #: then recorded with ``upsert_executed`` (the whole row at once).
+    recorded: bool = True
+    row: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+
+@final
+class Ledger:
+    """Records calls; reads them back for ``expediter ledger`` and the Python API."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        home: Path,
+        lease_seconds: float = 60.0,
+        fail_closed: bool = False,
+        auto_upgrade: bool | None = None,
+    ) -> None:
+        self.database = Database.parse(url or default_url(home))
+        self.lease_seconds = float(lease_seconds)
+        self.fail_closed = fail_closed
+        #: Embedded SQLite is upgraded on open; PostgreSQL needs `expediter db upgrade`.
+        self.auto_upgrade = (
+            self.database.dialect == "sqlite" if auto_upgrade is None else auto_upgrade
+        )
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        digest = hashlib.sha256(self.database.url.encode()).hexdigest()[:16]
+        self.spool = Spool(home / "spool" / f"ledger-{digest}.jsonl")
+        self._statements = Statements(self.database.dialect)
+        self._repository: Repository | None = None
+        self._lock = threading.RLock()
+        self._retry_at = 0.0
+        self._backoff = 0.5
+        self._spooled = self.spool.pending()
+        self._running: dict[str, Attempt] = {}
+        self._keeper: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connect(self) -> Repository:
+        if self._repository is not None:
+            return self._repository
+        connection = self.database.connect()
+        revision = current_revision(connection)
+        if revision != HEAD:
+            if not self.auto_upgrade:
+                connection.close()
+                raise LedgerError(
+                    f"the ledger schema of {self.database.display} is at {revision or 'nothing'}, "
+                    f"expediter needs {HEAD}: run `expediter db upgrade`"
+                )
+            connection.close()
+            upgrade(self.database)
+            connection = self.database.connect()
+        self._repository = Repository(connection, self._statements)
+        return self._repository
+
+    def _disconnect(self) -> None:
+        repository, self._repository = self._repository, None
+        if repository is not None:
+            try:
+                repository.connection.close()
+            except Exception:
+                logger.debug("closing a broken ledger connection failed", exc_info=True)
+
+    def open(self) -> None:
+        """Connect now, so the first call does not pay for it; an outage is only logged (writes
+        go to the spool), a schema that needs upgrading raises LedgerError."""
+        with self._lock:
+            try:
+                self._connect()
+            except LedgerError:
+                raise
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise LedgerError(f"the ledger at {self.database.display}: {exc}") from exc
+                self._retry_at = time.monotonic() + self._backoff
+                logger.warning("the ledger at %s is unreachable: %s", self.database.display, exc)
+
+    def check(self) -> None:
+        """Connect now (and upgrade embedded SQLite): raises LedgerError when unusable."""
+        with self._lock:
+            try:
+                self._connect()
+            except LedgerError:
+                raise
+            except Exception as exc:
+                raise LedgerError(
+                    f"the ledger at {self.database.display} is unreachable: {exc}"
+                ) from exc
+
+    def close(self) -> None:
+        """Stop renewing leases and close the connection."""
+        self._closed.set()
+        with self._lock:
+            self._disconnect()
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _apply(self, repository: Repository, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "insert":
+            return repository.insert(params)
+        if operation == "upsert":
+            return repository.upsert_executed(params)
+        if operation == "finish":
+            if repository.finish(**params):
+                return True
+            # Swept while it ran: the result still counts, marked late.
+            late = {**params, "expected": "abandoned", "late": True}
+            return repository.finish(**late)
+        if operation == "decide":
+            return repository.decide(**params)
+        if operation == "confirm":
+            return repository.confirm(**params)
+        raise LedgerError(f"unknown ledger operation {operation!r}")
+
+    def _write(self, operation: str, params: dict[str, Any]) -> Any:
+        """Run a write, or keep it in the spool while the database is unreachable."""
+        with self._lock:
+            if time.monotonic() >= self._retry_at:
+                try:
+                    repository = self._connect()
+                    if self._spooled:
+                        self.spool.replay(lambda op, p: self._apply(repository, op, p))
+                        self._spooled = False
+                    result = self._apply(repository, operation, params)
+                    self._backoff = 0.5
+                    return result
+                except LedgerError:
+                    raise
+                except Exception as exc:
+                    if not is_outage(exc):
+                        raise LedgerError(f"the ledger write {operation} failed: {exc}") from exc
+                    self._disconnect()
+                    self._retry_at = time.monotonic() + self._backoff
+                    self._backoff = min(self._backoff * 2, 30.0)
+                    logger.warning(
+                        "the ledger at %s is unreachable (%s); writes go to %s until it answers",
+                        self.database.display,
+                        exc,
+                        self.spool.path,
+                    )
+            try:
+                self.spool.append(operation, params)
+            except OSError as exc:
+                logger.error(
+                    "ledger write %s lost: neither the database nor the spool %s took it (%s)",
+                    operation,
+                    self.spool.path,
+                    exc,
+                )
+                return _LOST
+            self._spooled = True
+            return None
+
+    def begin(
+        self,
+        *,
+        key: str,
+        call_id: str,
+        user_id: str | None,
+        name: str | None = None,
+        run_id: str | None = None,
+        message_id: str | None = None,
+        owner_id: str | None = None,
+        instance_id: str | None = None,
+        tool: str | None = None,
+        action: str | None = None,
+        arguments: Any = None,
+    ) -> Attempt:
+        """Record a call as ``proposed`` with a lease, before it runs.
+
+        With ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
+        """
+        now = time.time()
+        attempt_id = os.urandom(8).hex()
+        row = {
+            "key": key,
+            "call_id": call_id,
+            "name": name,
+            "message_id": message_id,
+            "run_id": run_id,
+            "user_id": user_id,
+            "owner_id": owner_id,
+            "instance_id": instance_id,
+            "tool": tool,
+            "action": action,
+            "arguments": _json(redact(arguments)),
+            "decision": None,
+            "decided_by": None,
+            "status": "proposed",
+            "result": None,
+            "error": None,
+            "attempted_at": now,
+            "updated_at": now,
+            "finished_at": None,
+            "duration_ms": None,
+            "lease_expires_at": now + self.lease_seconds,
+            "worker_id": self.worker_id,
+            "attempt_id": attempt_id,
+        }
+        created = self._write("insert", row)
+        recorded = created is not _LOST
+        if created is _LOST:
+            created = None
+        if created is None and self.fail_closed:
+            raise LedgerError(
+                f"the ledger at {self.database.display} is unreachable and fail_closed is set: "
+                "the call was not run"
+            )
+        attempt = Attempt(key, user_id, attempt_id, time.monotonic(), created, recorded=recorded)
+        if not recorded:
+            attempt.row = row
+        if created is not False:
+            self._hold(attempt)
+        return attempt
+
+    def finish(
+        self,
+        attempt: Attempt,
+        *,
+        ok: bool,
+        result: Any = None,
+        error: str | None = None,
+        duration_ms: float | None = None,
+    ) -> bool | None:
+        """Record how a call ended: ``executed`` or ``failed`` (``late`` if it was swept)."""
+        self._running.pop(attempt.key, None)
+        if attempt.created is False:
+            return False
+        now = time.time()
+        params = {
+            "key": attempt.key,
+            "user_id": attempt.user_id,
+            "attempt_id": attempt.attempt_id,
+            "expected": attempt.status,
+            "status": "executed" if ok else "failed",
+            "result": _capped(result),
+            "error": error,
+            "finished_at": now,
+            "duration_ms": duration_ms,
+        }
+        if not attempt.recorded:
+            row = {**attempt.row, **params, "updated_at": now, "lease_expires_at": None}
+            for name in ("expected", "user_id", "attempt_id", "key"):
+                row.pop(name, None)
+            row.update(key=attempt.key, user_id=attempt.user_id, attempt_id=attempt.attempt_id)
+            applied = self._write("upsert", row)
+        else:
+            applied = self._write("finish", params)
+        if applied is _LOST:
+            return None
+        if applied is False:
+            logger.warning("ledger row %s was not in the expected state to finish", attempt.key)
+        return applied  # type: ignore[no-any-return]
+
+    def confirm(self, message_id: str) -> int | None:
+        """Mark a message's executed calls ``confirmed`` (the model saw their results)."""
+        return self._write("confirm", {"message_id": message_id, "now": time.time()})  # type: ignore[no-any-return]
+
+    # -- leases -------------------------------------------------------------------------------
+
+    def _hold(self, attempt: Attempt) -> None:
+        self._running[attempt.key] = attempt
+        if self._keeper is None or not self._keeper.is_alive():
+            with self._lock:
+                if self._keeper is None or not self._keeper.is_alive():
+                    self._keeper = threading.Thread(
+                        target=self._renew_leases, name="expediter-lease", daemon=True
+                    )
+                    self._keeper.start()
+
+    def _renew_leases(self) -> None:
+        interval = max(0.05, self.lease_seconds / 3)
+        while not self._closed.wait(interval):
+            for attempt in list(self._running.values()):
+                if time.monotonic() - attempt.started < interval:
+                    continue
+                try:
+                    with self._lock:
+                        repository = self._connect()
+                        until = time.time() + self.lease_seconds
+                        renewed = repository.renew(
+                            attempt.key, attempt.user_id, attempt.attempt_id, attempt.status, until
+                        )
+                    if not renewed and attempt.key in self._running:
+                        logger.warning("could not renew the lease of ledger row %s", attempt.key)
+                except Exception as exc:
+                    logger.warning("renewing the lease of %s failed: %s", attempt.key, exc)
+
+    def sweep(self) -> list[str]:
+        """Mark rows whose lease expired (their worker died) ``abandoned``; returns their keys."""
+        with self._lock:
+            return self._connect().sweep(time.time())
+
+    def replay(self) -> int:
+        """Apply the spooled writes now; returns how many were applied."""
+        with self._lock:
+            repository = self._connect()
+            done = self.spool.replay(lambda op, p: self._apply(repository, op, p))
+            self._spooled = self.spool.pending()
+            return done
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, key: str) -> LedgerRow | None:
+        """The row of a key, or None."""
+        with self._lock:
+            row = self._connect().get(key)
+        return None if row is None else LedgerRow.from_db(row)
+
+    def rows(
+        self,
+        *,
+        status: str | None = None,
+        user_id: str | None = None,
+        tool: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[LedgerRow]:
+        """Rows newest first, filtered; ``since`` is seconds ago; ``limit=0`` for all."""
+        import sqlalchemy as sa
+
+        from expediter.core.ledger.tables import tool_call_attempts as t
+
+        query = sa.select(t).order_by(t.c.attempted_at.desc(), t.c.key)
+        params: dict[str, Any] = {}
+        for column, value in (("status", status), ("user_id", user_id), ("tool", tool)):
+            if value is not None:
+                query = query.where(t.c[column] == sa.bindparam(f"f_{column}"))
+                params[f"f_{column}"] = value
+        if since is not None:
+            query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
+            params["f_since"] = time.time() - since
+        if limit:
+            query = query.limit(sa.bindparam("f_limit"))
+            params["f_limit"] = int(limit)
+        with self._lock:
+            found = self._connect().select(query, params)
+        return [LedgerRow.from_db(row) for row in found]
+
+    def stats(self, *, since: float | None = None) -> list[ToolStats]:
+        """Calls, failures and p50/p95 duration per tool."""
+        import sqlalchemy as sa
+
+        from expediter.core.ledger.tables import tool_call_attempts as t
+
+        query = sa.select(t.c.tool, t.c.status, t.c.duration_ms)
+        params: dict[str, Any] = {}
+        if since is not None:
+            query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
+            params["f_since"] = time.time() - since
+        with self._lock:
+            found = self._connect().select(query, params)
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in found:
+            grouped.setdefault(row["tool"] or "-", []).append(row)
+        return [_stats(tool, rows) for tool, rows in sorted(grouped.items())]
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    lower = int(position)
+    upper = min(lower + 1, len(ordered) - 1)
+    return round(ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower), 3)
+
+
+def _stats(tool: str, rows: list[dict[str, Any]]) -> ToolStats:
+    durations = [float(row["duration_ms"]) for row in rows if row["duration_ms"] is not None]
+    failures = sum(1 for row in rows if row["status"] == "failed")
+    return ToolStats(
+        tool, len(rows), failures, _percentile(durations, 0.5), _percentile(durations, 0.95)
+    )

@@ -1,0 +1,1 @@
+"""Alembic migrations for the ledger, bundled with the package (``expediter db upgrade``)."""

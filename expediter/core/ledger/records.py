@@ -1,0 +1,116 @@
+"""Ledger rows as records, and their stable JSON form."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["LedgerRow", "ToolStats", "iso"]
+
+
+def iso(moment: float | None) -> str | None:
+    """Seconds since the epoch as an ISO 8601 UTC timestamp."""
+    if moment is None:
+        return None
+    return dt.datetime.fromtimestamp(moment, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str | bytes | bytearray):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class LedgerRow:
+    """One attempted tool call as recorded."""
+
+    key: str
+    call_id: str
+    name: str | None = None
+    message_id: str | None = None
+    run_id: str | None = None
+    user_id: str | None = None
+    owner_id: str | None = None
+    instance_id: str | None = None
+    tool: str | None = None
+    action: str | None = None
+    arguments: Any = None
+    decision: str | None = None
+    decided_by: str | None = None
+    status: str
+    result: Any = None
+    error: str | None = None
+    attempted_at: float
+    updated_at: float
+    finished_at: float | None = None
+    duration_ms: float | None = None
+    lease_expires_at: float | None = None
+    worker_id: str | None = None
+    attempt_id: str | None = None
+    late: bool = False
+
+    @classmethod
+    def from_db(cls, row: Mapping[str, Any]) -> LedgerRow:
+        """Build from a database row (JSON columns may arrive as text)."""
+        data = dict(row)
+        data["arguments"] = _json_value(data.get("arguments"))
+        data["result"] = _json_value(data.get("result"))
+        data["late"] = bool(data.get("late"))
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form (``expediter ledger ls --json`` / ``show --json``)."""
+        return {
+            "key": self.key,
+            "call_id": self.call_id,
+            "message_id": self.message_id,
+            "run_id": self.run_id,
+            "user_id": self.user_id,
+            "owner_id": self.owner_id,
+            "instance_id": self.instance_id,
+            "tool": self.tool,
+            "action": self.action,
+            "status": self.status,
+            "decision": self.decision,
+            "error": self.error,
+            "attempted_at": iso(self.attempted_at),
+            "finished_at": iso(self.finished_at),
+            "duration_ms": self.duration_ms,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "decided_by": self.decided_by,
+            "updated_at": iso(self.updated_at),
+            "lease_expires_at": iso(self.lease_expires_at),
+            "worker_id": self.worker_id,
+            "late": self.late,
+        }
+
+
+@attrs.frozen
+class ToolStats:
+    """Call counts and durations of one tool."""
+
+    tool: str
+    calls: int
+    failures: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "failures": self.failures,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+        }

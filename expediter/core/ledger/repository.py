@@ -1,0 +1,317 @@
+"""Guarded transitions on ``tool_call_attempts``, as SQL compiled once per dialect.
+
+Creating a row is ``INSERT ... ON CONFLICT DO NOTHING`` and reports whether this caller created
+it. Every later write is ``UPDATE ... WHERE key = ? AND status = <expected> AND user_id IS NOT
+DISTINCT FROM ?`` (SQLite: ``IS``), and writes that finish or renew an attempt also require the
+caller's ``attempt_id``: a caller that did not create (or claim) a row never updates it. Each
+method reports whether it applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from expediter.core.ledger.database import Dialect
+from expediter.core.ledger.tables import tool_call_attempts as t
+from expediter.errors import LedgerError
+
+__all__ = ["ALLOWED", "COLUMNS", "Repository", "Statements"]
+
+#: The transitions the ledger allows: ``from -> {to}``.
+ALLOWED: dict[str, frozenset[str]] = {
+    "proposed": frozenset({"executed", "failed", "awaiting_approval", "denied", "abandoned"}),
+    "awaiting_approval": frozenset({"approved", "denied", "abandoned"}),
+    "approved": frozenset({"executed", "failed", "abandoned"}),
+    "executed": frozenset({"confirmed"}),
+    "abandoned": frozenset({"executed", "failed"}),  # a late result is still recorded
+    "failed": frozenset(),
+    "denied": frozenset(),
+    "confirmed": frozenset(),
+}
+COLUMNS = tuple(column.name for column in t.columns)
+_RUNNING = ("proposed", "approved")
+_FINISHED = (
+    "status",
+    "result",
+    "error",
+    "finished_at",
+    "updated_at",
+    "duration_ms",
+    "lease_expires_at",
+)
+
+
+def _dialect(name: Dialect) -> sa.engine.Dialect:
+    if name == "sqlite":
+        return sqlite.dialect(paramstyle="named")
+    return postgresql.psycopg.dialect(paramstyle="pyformat")  # type: ignore[no-untyped-call]
+
+
+def _guard(*, attempt: bool) -> Any:
+    condition = sa.and_(
+        t.c.key == sa.bindparam("g_key"),
+        t.c.status == sa.bindparam("g_status"),
+        t.c.user_id.is_not_distinct_from(sa.bindparam("g_user")),
+    )
+    if attempt:
+        condition = sa.and_(condition, t.c.attempt_id == sa.bindparam("g_attempt"))
+    return condition
+
+
+@final
+class Statements:
+    """The ledger's SQL for one dialect, compiled once."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        compiler = _dialect(dialect)
+        insert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(t)
+        values: dict[str, Any] = {name: sa.bindparam(name) for name in COLUMNS if name != "late"}
+        self.insert = self._compile(
+            insert.values(**values).on_conflict_do_nothing(index_elements=[t.c.key]), compiler
+        )
+        upsert = insert.values(**values)
+        self.upsert = self._compile(
+            upsert.on_conflict_do_update(
+                index_elements=[t.c.key],
+                set_={name: getattr(upsert.excluded, name) for name in _FINISHED},
+                where=sa.and_(
+                    t.c.attempt_id == upsert.excluded.attempt_id,
+                    sa.or_(*(t.c.status == s for s in ("proposed", "approved", "abandoned"))),
+                ),
+            ),
+            compiler,
+        )
+        finish_values: dict[str, Any] = {
+            name: sa.bindparam(name)
+            for name in ("status", "result", "error", "finished_at", "updated_at", "duration_ms")
+        }
+        self.finish = self._compile(
+            t.update()
+            .where(_guard(attempt=True))
+            .values(**finish_values, lease_expires_at=sa.null(), late=sa.bindparam("late")),
+            compiler,
+        )
+        self.decide = self._compile(
+            t.update()
+            .where(_guard(attempt=False))
+            .values(
+                status=sa.bindparam("status"),
+                decision=sa.bindparam("decision"),
+                decided_by=sa.bindparam("decided_by"),
+                error=sa.bindparam("error"),
+                finished_at=sa.bindparam("finished_at"),
+                updated_at=sa.bindparam("updated_at"),
+                lease_expires_at=sa.bindparam("lease_expires_at"),
+                worker_id=sa.bindparam("worker_id"),
+                attempt_id=sa.bindparam("attempt_id"),
+            ),
+            compiler,
+        )
+        self.renew = self._compile(
+            t.update()
+            .where(_guard(attempt=True))
+            .values(lease_expires_at=sa.bindparam("lease_expires_at")),
+            compiler,
+        )
+        self.confirm = self._compile(
+            t.update()
+            .where(t.c.message_id == sa.bindparam("message_id"), t.c.status == "executed")
+            .values(status="confirmed", updated_at=sa.bindparam("updated_at")),
+            compiler,
+        )
+        expired = sa.and_(
+            sa.or_(*(t.c.status == status for status in _RUNNING)),
+            t.c.lease_expires_at < sa.bindparam("now"),
+        )
+        sweep = t.update().values(
+            status="abandoned",
+            updated_at=sa.bindparam("now"),
+            finished_at=sa.bindparam("now"),
+            error=sa.literal("abandoned: the worker stopped renewing its lease"),
+        )
+        if dialect == "postgresql":
+            # Several sweepers (or workers) at once: each row is taken by one, none waits.
+            locked = (
+                sa.select(t.c.key)
+                .where(expired)
+                .limit(sa.bindparam("batch"))
+                .with_for_update(skip_locked=True)
+                .scalar_subquery()
+            )
+            sweep = sweep.where(t.c.key.in_(locked))
+        else:
+            sweep = sweep.where(expired)
+        self.sweep = self._compile(sweep.returning(t.c.key), compiler)
+        self.expire_approvals = self._compile(
+            t.update()
+            .where(t.c.status == "awaiting_approval", t.c.updated_at < sa.bindparam("before"))
+            .values(
+                status="abandoned",
+                updated_at=sa.bindparam("now"),
+                finished_at=sa.bindparam("now"),
+                error=sa.literal("abandoned: nobody decided before the approval expired"),
+            )
+            .returning(t.c.key),
+            compiler,
+        )
+        self.get = self._compile(sa.select(t).where(t.c.key == sa.bindparam("key")), compiler)
+        self.compiler = compiler
+
+    @staticmethod
+    def _compile(statement: Any, compiler: sa.engine.Dialect) -> tuple[str, dict[str, Any]]:
+        """SQL text and the values of its constants (the caller supplies the rest)."""
+        compiled = statement.compile(dialect=compiler)
+        constants = {key: value for key, value in compiled.params.items() if value is not None}
+        return compiled.string, constants
+
+    def render(self, statement: Any) -> tuple[str, dict[str, Any]]:
+        """Compile an ad-hoc statement (reads) for this dialect."""
+        return self._compile(statement, self.compiler)
+
+
+@final
+class Repository:
+    """The ledger's statements on one DBAPI connection (autocommit)."""
+
+    def __init__(self, connection: Any, statements: Statements) -> None:
+        self.connection = connection
+        self.statements = statements
+
+    def _execute(self, statement: tuple[str, dict[str, Any]], params: dict[str, Any]) -> Any:
+        sql, constants = statement
+        if constants:
+            params = {**constants, **params}
+        return self.connection.execute(sql, params)
+
+    def insert(self, row: Mapping[str, Any]) -> bool:
+        """Create a row in its first status; False when the key exists (nothing changed)."""
+        params = {name: row.get(name) for name in COLUMNS if name != "late"}
+        return bool(self._execute(self.statements.insert, params).rowcount == 1)
+
+    def upsert_executed(self, row: Mapping[str, Any]) -> bool:
+        """Record a finished attempt whose first write was lost: insert it, or finish the row
+        this same attempt created. Never touches another attempt's row."""
+        params = {name: row.get(name) for name in COLUMNS if name != "late"}
+        return bool(self._execute(self.statements.upsert, params).rowcount == 1)
+
+    def finish(
+        self,
+        key: str,
+        user_id: str | None,
+        attempt_id: str,
+        *,
+        expected: str,
+        status: str,
+        result: Any,
+        error: str | None,
+        finished_at: float,
+        duration_ms: float | None,
+        late: bool = False,
+    ) -> bool:
+        """Move a running attempt (``expected``: proposed, approved, or abandoned for a late
+        result) to ``executed`` or ``failed``."""
+        _check(expected, status)
+        params = {
+            "g_key": key,
+            "g_status": expected,
+            "g_user": user_id,
+            "g_attempt": attempt_id,
+            "status": status,
+            "result": result,
+            "error": error,
+            "finished_at": finished_at,
+            "updated_at": finished_at,
+            "duration_ms": duration_ms,
+            "late": late,
+        }
+        return bool(self._execute(self.statements.finish, params).rowcount == 1)
+
+    def decide(
+        self,
+        key: str,
+        user_id: str | None,
+        *,
+        expected: str,
+        status: str,
+        decision: str | None,
+        decided_by: str | None,
+        now: float,
+        error: str | None = None,
+        lease_expires_at: float | None = None,
+        worker_id: str | None = None,
+        attempt_id: str | None = None,
+    ) -> bool:
+        """Record a decision: ``awaiting_approval``, ``approved`` (claimed by ``attempt_id``)
+        or ``denied``."""
+        _check(expected, status)
+        finished = now if status == "denied" else None
+        params = {
+            "g_key": key,
+            "g_status": expected,
+            "g_user": user_id,
+            "status": status,
+            "decision": decision,
+            "decided_by": decided_by,
+            "error": error,
+            "finished_at": finished,
+            "updated_at": now,
+            "lease_expires_at": lease_expires_at,
+            "worker_id": worker_id,
+            "attempt_id": attempt_id,
+        }
+        return bool(self._execute(self.statements.decide, params).rowcount == 1)
+
+    def renew(
+        self, key: str, user_id: str | None, attempt_id: str, expected: str, until: float
+    ) -> bool:
+        """Extend a running attempt's lease (``expected``: proposed or approved)."""
+        params = {
+            "g_key": key,
+            "g_status": expected,
+            "g_user": user_id,
+            "g_attempt": attempt_id,
+            "lease_expires_at": until,
+        }
+        return bool(self._execute(self.statements.renew, params).rowcount == 1)
+
+    def confirm(self, message_id: str, now: float) -> int:
+        """Move a message's executed rows to ``confirmed``; returns how many."""
+        cursor = self._execute(
+            self.statements.confirm, {"message_id": message_id, "updated_at": now}
+        )
+        return int(cursor.rowcount)
+
+    def sweep(self, now: float, batch: int = 1000) -> list[str]:
+        """Abandon running rows whose lease expired; returns their keys."""
+        cursor = self._execute(self.statements.sweep, {"now": now, "batch": batch})
+        return [row[0] for row in cursor.fetchall()]
+
+    def expire_approvals(self, before: float, now: float) -> list[str]:
+        """Abandon approvals requested before ``before``; returns their keys."""
+        cursor = self._execute(self.statements.expire_approvals, {"before": before, "now": now})
+        return [row[0] for row in cursor.fetchall()]
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The row of a key, as a column -> value dict, or None."""
+        cursor = self._execute(self.statements.get, {"key": key})
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def select(self, statement: Any, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run an ad-hoc read compiled for this dialect."""
+        sql, constants = self.statements.render(statement)
+        cursor = self.connection.execute(sql, {**constants, **params})
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _check(expected: str, status: str) -> None:
+    if status not in ALLOWED.get(expected, frozenset()):
+        raise LedgerError(f"the ledger does not allow {expected} -> {status}")

@@ -1,0 +1,62 @@
+"""The ledger's tables (SQLAlchemy Core); migrations in ``migrations/`` create them."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+__all__ = ["STATUSES", "metadata", "tool_call_attempts"]
+
+#: Every status a call attempt can be in.
+STATUSES = (
+    "proposed",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "executed",
+    "confirmed",
+    "failed",
+    "abandoned",
+)
+
+metadata = sa.MetaData()
+
+_JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+#: One row per attempted tool call. Times are seconds since the epoch (UTC).
+tool_call_attempts = sa.Table(
+    "tool_call_attempts",
+    metadata,
+    sa.Column("key", sa.String(512), primary_key=True),
+    sa.Column("call_id", sa.String(255), nullable=False),
+    sa.Column("name", sa.String(255)),
+    sa.Column("message_id", sa.String(255)),
+    sa.Column("run_id", sa.String(255)),
+    sa.Column("user_id", sa.String(255)),
+    sa.Column("owner_id", sa.String(255)),
+    sa.Column("instance_id", sa.String(255)),
+    sa.Column("tool", sa.String(255)),
+    sa.Column("action", sa.String(255)),
+    sa.Column("arguments", _JSON),
+    sa.Column("decision", sa.String(64)),
+    sa.Column("decided_by", sa.String(255)),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("result", _JSON),
+    sa.Column("error", sa.Text),
+    sa.Column("attempted_at", sa.Double, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.Column("finished_at", sa.Double),
+    sa.Column("duration_ms", sa.Double),
+    sa.Column("lease_expires_at", sa.Double),
+    sa.Column("worker_id", sa.String(255)),
+    sa.Column("attempt_id", sa.String(64)),
+    sa.Column("late", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.CheckConstraint(
+        "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
+        name="ck_tool_call_attempts_status",
+    ),
+    sa.Index("ix_tool_call_attempts_lease", "status", "lease_expires_at"),
+    sa.Index("ix_tool_call_attempts_message", "message_id"),
+    sa.Index("ix_tool_call_attempts_user", "user_id", "attempted_at"),
+    sa.Index("ix_tool_call_attempts_attempted", "attempted_at"),
+)
