@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import click
@@ -89,11 +90,36 @@ def _show_turn(state: CliState) -> None:
             click.echo(f"  {block['tool_use_id']} [{flag}] {block['content'][:70]}")
 
 
+def _show_ledger(state: CliState, started: float) -> None:
+    host = state.host()
+    if not host.record_calls:
+        return
+    since = time.time() - started + 1
+    rows = [row for row in host.ledger.rows(since=since, limit=0) if row.attempted_at >= started]
+    click.secho("\nEvery call above is in the ledger:", bold=True)
+    click.secho("$ expediter ledger ls --since 1m", bold=True)
+    echo_table(
+        ["STATUS", "TOOL", "ACTION", "MS", "ERROR"],
+        [
+            [
+                row.status,
+                row.tool or "-",
+                row.action or "-",
+                "" if row.duration_ms is None else f"{row.duration_ms:.1f}",
+                (row.error or "")[:60],
+            ]
+            for row in reversed(rows)
+        ],
+    )
+    click.echo(f"(database: {host.ledger.database.display})")
+
+
 @click.command()
 @pass_state
 def demo(state: CliState) -> None:
     """List the built-in tools and call them through the host."""
     host = state.host(plugins=[_flaky_tool()])
+    started = time.time()
     click.secho(
         "expediter demo: tools are discovered, listed and called through the host.", bold=True
     )
@@ -126,6 +152,7 @@ def demo(state: CliState) -> None:
     finally:
         logging.getLogger("expediter.core.host").disabled = False
     _show_turn(state)
+    _show_ledger(state, started)
     click.echo(
         "\nNext: `expediter tools show clock`, `expediter tools schema --provider gemini`, "
         "`expediter plugins`, "
