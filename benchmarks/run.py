@@ -18,6 +18,7 @@ BENCHMARKS = {
     "tools_list": "bench_tools_list.py",
     "help": "bench_help.py",
     "schemas": "bench_schemas.py",
+    "ledger": "bench_ledger.py",
 }
 
 

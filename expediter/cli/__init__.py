@@ -72,6 +72,13 @@ class CliState:
                 raise click.ClickException(str(exc)) from exc
         return self._ledger
 
+    def close(self) -> None:
+        """Close what the command opened (the host's loop and ledger, or the ledger)."""
+        if self._host is not None:
+            self._host.close()
+        if self._ledger is not None:
+            self._ledger.close()
+
     def host(self, plugins: Sequence[object] = (), *, strict: bool | None = None) -> Host:
         """The host configured from the environment and the global options.
 
@@ -133,6 +140,7 @@ def cli(
     """
     _configure_logging(verbose)
     ctx.obj = CliState(tools_dirs, refresh, database)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def _register_commands() -> None:

@@ -42,6 +42,33 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float], ..
         ("python", "expediter_help", "llm_help"),
         (("expediter_help", "llm_help", 0.2),),
     ),
+    "bench_ledger.py": (
+        "ledger",
+        (
+            "sqlite_normal_raw",
+            "sqlite_normal_repository",
+            "sqlite_normal_ledger",
+            "sqlite_full_raw",
+            "sqlite_full_ledger",
+            "host_call_ledger",
+            "host_call",
+            "langchain",
+            "pg_raw",
+            "pg_repository",
+            "pg_ledger",
+            "pg4_ledger",
+            "pg4_pgbench",
+            "pg4_ledger_cpu",
+            "pg4_pgbench_cpu",
+        ),
+        (
+            ("sqlite_normal_ledger", "sqlite_normal_raw", 2.2),
+            ("host_call_ledger", "langchain", 0.5),
+            ("pg_ledger", "pg_raw", 1.3),
+            # 4 workers' calls/s >= 0.3x pgbench's, as time per call <= 1 / 0.3x pgbench's.
+            ("pg4_ledger", "pg4_pgbench", 1 / 0.3),
+        ),
+    ),
 }
 STATUSES = {"PASS", "FAIL", "INFO", "SKIP"}
 

@@ -81,22 +81,28 @@ class Database:
         """A new autocommit DBAPI connection."""
         if self.dialect == "sqlite":
             Path(self.target).parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
+            lite = sqlite3.connect(
                 self.target, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
-            connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            return connection
+            lite.execute("PRAGMA journal_mode=WAL")
+            lite.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            lite.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            return lite
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise LedgerError(
                 "PostgreSQL needs psycopg 3: pip install 'expediter[postgres]'"
             ) from exc
-        return psycopg.connect(
+        from psycopg.types.string import TextLoader
+
+        connection = psycopg.connect(
             self.target, autocommit=True, connect_timeout=max(1, int(timeout)), prepare_threshold=0
         )
+        # JSON columns come back as text on both databases (LedgerRow decodes them once).
+        for name in ("json", "jsonb"):
+            connection.adapters.register_loader(name, TextLoader)
+        return connection
 
 
 def _redact(url: str) -> str:

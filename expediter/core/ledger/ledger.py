@@ -7,7 +7,9 @@ database cannot be reached, replayed when it answers again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -34,9 +36,13 @@ logger = logging.getLogger(__name__)
 
 #: Characters of a result's JSON kept in the ledger.
 RESULT_LIMIT = 400_000
-_SECRET_NAMES = re.compile(
-    r"pass(word)?|secret|token|api[_-]?key|authori[sz]ation|credential|private[_-]?key", re.I
+_SECRET_WORDS = frozenset(
+    {"password", "passwd", "passphrase", "secret", "token", "credential", "credentials"}
+    | {"authorization", "authorisation", "apikey", "cookie", "pwd"}
 )
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key")})
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SWEEP_BATCH = 1000
 #: ``_write``'s answer when a write reached neither the database nor the spool.
 _LOST = object()
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
@@ -51,11 +57,28 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_secret(name: str) -> bool:
+    """``api_key``, ``githubToken``, ``X-Auth-Password``: yes; ``max_tokens``, ``passage``: no."""
+    parts = [part.lower() for part in _NAME_PARTS.findall(name)]
+    if any(part in _SECRET_WORDS for part in parts):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def redact(value: Any) -> Any:
     """Arguments as recorded: values under secret-looking names (api_key, token...) hidden."""
     if isinstance(value, Mapping):
+        if type(value) is dict and not any(
+            (type(key) is str and _is_secret(key)) or type(item) not in _SCALARS
+            for key, item in value.items()
+        ):
+            return value  # nothing to hide and nothing nested: no copy
         return {
-            key: "***" if isinstance(key, str) and _SECRET_NAMES.search(key) else redact(item)
+            key: "***" if isinstance(key, str) and _is_secret(key) else redact(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
@@ -63,18 +86,27 @@ def redact(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _json(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def _capped(value: Any) -> str | None:
     text = _json(value)
-    if text is not None and len(text) > RESULT_LIMIT:
-        marker = f" ... [{len(text) - RESULT_LIMIT} more characters not recorded]"
-        text = json.dumps(text[: RESULT_LIMIT - len(marker)] + marker)
-    return text
+    if text is None or len(text) <= RESULT_LIMIT:
+        return text
+    keep = RESULT_LIMIT - 64
+    while True:
+        # Stored as a JSON string: quotes and backslashes grow when escaped, so cut until it fits.
+        marker = f" ... [{len(text) - keep} more characters not recorded]"
+        capped = json.dumps(text[:keep] + marker, ensure_ascii=False)
+        if len(capped) <= RESULT_LIMIT:
+            return capped
+        keep -= len(capped) - RESULT_LIMIT
 
 
 @attrs.define
@@ -383,8 +415,15 @@ class Ledger:
 
     def sweep(self) -> list[str]:
         """Mark rows whose lease expired (their worker died) ``abandoned``; returns their keys."""
+        swept: list[str] = []
         with self._lock:
-            return self._connect().sweep(time.time())
+            repository = self._connect()
+            now = time.time()
+            while True:
+                batch = repository.sweep(now, _SWEEP_BATCH)
+                swept.extend(batch)
+                if len(batch) < _SWEEP_BATCH:
+                    return swept
 
     def replay(self) -> int:
         """Apply the spooled writes now; returns how many were applied."""
@@ -425,7 +464,7 @@ class Ledger:
         if since is not None:
             query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
             params["f_since"] = time.time() - since
-        if limit:
+        if limit and limit > 0:
             query = query.limit(sa.bindparam("f_limit"))
             params["f_limit"] = int(limit)
         with self._lock:
@@ -464,6 +503,12 @@ def _percentile(values: list[float], fraction: float) -> float | None:
 def _stats(tool: str, rows: list[dict[str, Any]]) -> ToolStats:
     durations = [float(row["duration_ms"]) for row in rows if row["duration_ms"] is not None]
     failures = sum(1 for row in rows if row["status"] == "failed")
+    abandoned = sum(1 for row in rows if row["status"] == "abandoned")
     return ToolStats(
-        tool, len(rows), failures, _percentile(durations, 0.5), _percentile(durations, 0.95)
+        tool,
+        len(rows),
+        failures,
+        _percentile(durations, 0.5),
+        _percentile(durations, 0.95),
+        abandoned,
     )

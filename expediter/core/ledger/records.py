@@ -104,6 +104,8 @@ class ToolStats:
     failures: int
     p50_ms: float | None
     p95_ms: float | None
+    #: Calls whose worker died (or whose approval expired) before they finished.
+    abandoned: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -113,4 +115,5 @@ class ToolStats:
             "failures": self.failures,
             "p50_ms": self.p50_ms,
             "p95_ms": self.p95_ms,
+            "abandoned": self.abandoned,
         }

@@ -9,9 +9,11 @@ method reports whether it applied.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any, final
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -33,6 +35,17 @@ ALLOWED: dict[str, frozenset[str]] = {
     "confirmed": frozenset(),
 }
 COLUMNS = tuple(column.name for column in t.columns)
+#: Names of the bind parameters the statements below declare themselves.
+_OURS = frozenset(COLUMNS) | {
+    "g_key",
+    "g_status",
+    "g_user",
+    "g_attempt",
+    "now",
+    "before",
+    "batch",
+    "message_id",
+}
 _RUNNING = ("proposed", "approved")
 _FINISHED = (
     "status",
@@ -46,9 +59,15 @@ _FINISHED = (
 
 
 def _dialect(name: Dialect) -> sa.engine.Dialect:
+    # Positional parameters: the drivers bind tuples without mapping names each time.
     if name == "sqlite":
-        return sqlite.dialect(paramstyle="named")
-    return postgresql.psycopg.dialect(paramstyle="pyformat")  # type: ignore[no-untyped-call]
+        return sqlite.dialect(paramstyle="qmark")
+    return postgresql.psycopg.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
+
+
+def _text(value: str) -> Any:
+    """A constant string rendered into the SQL (so only the call's own values are bound)."""
+    return sa.literal_column("'" + value.replace("'", "''") + "'", sa.String)
 
 
 def _guard(*, attempt: bool) -> Any:
@@ -60,6 +79,35 @@ def _guard(*, attempt: bool) -> Any:
     if attempt:
         condition = sa.and_(condition, t.c.attempt_id == sa.bindparam("g_attempt"))
     return condition
+
+
+@attrs.frozen
+class Sql:
+    """A compiled statement: text, the parameter names in position order, fixed values."""
+
+    text: str
+    names: tuple[str, ...]
+    #: Values compiled into bind parameters that the caller does not supply (reads' limits).
+    constants: Mapping[str, Any]
+    pick: Callable[[Mapping[str, Any]], tuple[Any, ...]] = attrs.field(init=False)
+
+    @pick.default
+    def _picker(self) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+        if not self.names:
+            return lambda params: ()
+        if len(self.names) == 1:
+            name = self.names[0]
+            return lambda params: (params[name],)
+        return operator.itemgetter(*self.names)
+
+    def values(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The positional values for ``params`` (missing names are None)."""
+        if self.constants:
+            params = {**self.constants, **params}
+        try:
+            return self.pick(params)
+        except KeyError:
+            return tuple(params.get(name) for name in self.names)
 
 
 @final
@@ -78,10 +126,16 @@ class Statements:
         self.upsert = self._compile(
             upsert.on_conflict_do_update(
                 index_elements=[t.c.key],
-                set_={name: getattr(upsert.excluded, name) for name in _FINISHED},
+                set_={
+                    **{name: getattr(upsert.excluded, name) for name in _FINISHED},
+                    # A result for a row the sweeper abandoned is late (SET sees the old status).
+                    "late": sa.case((t.c.status == _text("abandoned"), sa.true()), else_=t.c.late),
+                },
                 where=sa.and_(
                     t.c.attempt_id == upsert.excluded.attempt_id,
-                    sa.or_(*(t.c.status == s for s in ("proposed", "approved", "abandoned"))),
+                    sa.or_(
+                        *(t.c.status == _text(s) for s in ("proposed", "approved", "abandoned"))
+                    ),
                 ),
             ),
             compiler,
@@ -120,19 +174,19 @@ class Statements:
         )
         self.confirm = self._compile(
             t.update()
-            .where(t.c.message_id == sa.bindparam("message_id"), t.c.status == "executed")
-            .values(status="confirmed", updated_at=sa.bindparam("updated_at")),
+            .where(t.c.message_id == sa.bindparam("message_id"), t.c.status == _text("executed"))
+            .values(status=_text("confirmed"), updated_at=sa.bindparam("updated_at")),
             compiler,
         )
         expired = sa.and_(
-            sa.or_(*(t.c.status == status for status in _RUNNING)),
+            sa.or_(*(t.c.status == _text(status) for status in _RUNNING)),
             t.c.lease_expires_at < sa.bindparam("now"),
         )
         sweep = t.update().values(
-            status="abandoned",
+            status=_text("abandoned"),
             updated_at=sa.bindparam("now"),
             finished_at=sa.bindparam("now"),
-            error=sa.literal("abandoned: the worker stopped renewing its lease"),
+            error=_text("abandoned: the worker stopped renewing its lease"),
         )
         if dialect == "postgresql":
             # Several sweepers (or workers) at once: each row is taken by one, none waits.
@@ -149,12 +203,14 @@ class Statements:
         self.sweep = self._compile(sweep.returning(t.c.key), compiler)
         self.expire_approvals = self._compile(
             t.update()
-            .where(t.c.status == "awaiting_approval", t.c.updated_at < sa.bindparam("before"))
+            .where(
+                t.c.status == _text("awaiting_approval"), t.c.updated_at < sa.bindparam("before")
+            )
             .values(
-                status="abandoned",
+                status=_text("abandoned"),
                 updated_at=sa.bindparam("now"),
                 finished_at=sa.bindparam("now"),
-                error=sa.literal("abandoned: nobody decided before the approval expired"),
+                error=_text("abandoned: nobody decided before the approval expired"),
             )
             .returning(t.c.key),
             compiler,
@@ -163,13 +219,14 @@ class Statements:
         self.compiler = compiler
 
     @staticmethod
-    def _compile(statement: Any, compiler: sa.engine.Dialect) -> tuple[str, dict[str, Any]]:
-        """SQL text and the values of its constants (the caller supplies the rest)."""
+    def _compile(statement: Any, compiler: sa.engine.Dialect) -> Sql:
+        """The SQL text and how to pick its positional values out of a parameter dict."""
         compiled = statement.compile(dialect=compiler)
-        constants = {key: value for key, value in compiled.params.items() if value is not None}
-        return compiled.string, constants
+        names = tuple(compiled.positiontup or ())
+        constants = {k: v for k, v in compiled.params.items() if k not in _OURS and v is not None}
+        return Sql(compiled.string, names, constants)
 
-    def render(self, statement: Any) -> tuple[str, dict[str, Any]]:
+    def render(self, statement: Any) -> Sql:
         """Compile an ad-hoc statement (reads) for this dialect."""
         return self._compile(statement, self.compiler)
 
@@ -181,23 +238,21 @@ class Repository:
     def __init__(self, connection: Any, statements: Statements) -> None:
         self.connection = connection
         self.statements = statements
+        # One cursor for every statement: psycopg makes a new one per connection.execute().
+        self._cursor = connection.cursor()
 
-    def _execute(self, statement: tuple[str, dict[str, Any]], params: dict[str, Any]) -> Any:
-        sql, constants = statement
-        if constants:
-            params = {**constants, **params}
-        return self.connection.execute(sql, params)
+    def _execute(self, statement: Sql, params: Mapping[str, Any]) -> Any:
+        self._cursor.execute(statement.text, statement.values(params))
+        return self._cursor
 
     def insert(self, row: Mapping[str, Any]) -> bool:
         """Create a row in its first status; False when the key exists (nothing changed)."""
-        params = {name: row.get(name) for name in COLUMNS if name != "late"}
-        return bool(self._execute(self.statements.insert, params).rowcount == 1)
+        return bool(self._execute(self.statements.insert, row).rowcount == 1)
 
     def upsert_executed(self, row: Mapping[str, Any]) -> bool:
         """Record a finished attempt whose first write was lost: insert it, or finish the row
         this same attempt created. Never touches another attempt's row."""
-        params = {name: row.get(name) for name in COLUMNS if name != "late"}
-        return bool(self._execute(self.statements.upsert, params).rowcount == 1)
+        return bool(self._execute(self.statements.upsert, row).rowcount == 1)
 
     def finish(
         self,
@@ -211,11 +266,13 @@ class Repository:
         error: str | None,
         finished_at: float,
         duration_ms: float | None,
-        late: bool = False,
+        late: bool | None = None,
     ) -> bool:
         """Move a running attempt (``expected``: proposed, approved, or abandoned for a late
-        result) to ``executed`` or ``failed``."""
-        _check(expected, status)
+        result, which marks it ``late``) to ``executed`` or ``failed``."""
+        _check(expected, status, _FINISHES)
+        if late is None:
+            late = expected == "abandoned"
         params = {
             "g_key": key,
             "g_status": expected,
@@ -248,7 +305,7 @@ class Repository:
     ) -> bool:
         """Record a decision: ``awaiting_approval``, ``approved`` (claimed by ``attempt_id``)
         or ``denied``."""
-        _check(expected, status)
+        _check(expected, status, _DECISIONS)
         finished = now if status == "denied" else None
         params = {
             "g_key": key,
@@ -306,12 +363,17 @@ class Repository:
 
     def select(self, statement: Any, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run an ad-hoc read compiled for this dialect."""
-        sql, constants = self.statements.render(statement)
-        cursor = self.connection.execute(sql, {**constants, **params})
+        cursor = self._execute(self.statements.render(statement), params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _check(expected: str, status: str) -> None:
+_FINISHES = frozenset({"executed", "failed"})
+_DECISIONS = frozenset({"awaiting_approval", "approved", "denied"})
+
+
+def _check(expected: str, status: str, targets: frozenset[str]) -> None:
+    if status not in targets:
+        raise LedgerError(f"this write cannot move a call to {status!r}")
     if status not in ALLOWED.get(expected, frozenset()):
         raise LedgerError(f"the ledger does not allow {expected} -> {status}")

@@ -81,7 +81,8 @@ def _create_at_head(connection: Any) -> None:
     version = sa.Table(
         "alembic_version",
         sa.MetaData(),
-        sa.Column("version_num", sa.String(32), primary_key=True),
+        sa.Column("version_num", sa.String(32), nullable=False),
+        sa.PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
     )
     version.create(connection)
     connection.execute(version.insert().values(version_num=HEAD))
