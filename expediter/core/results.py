@@ -9,7 +9,7 @@ from typing import Any, Literal
 import attrs
 
 from expediter.core.conversion import NotJSON, to_json_value
-from expediter.errors import ActionNotFound, ArgumentError, ToolNotFound
+from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
 __all__ = ["Outcome", "outcome_from_exception", "outcome_from_value"]
@@ -83,7 +83,7 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     """Normalize an exception: expected errors keep their message, others name their type."""
     if isinstance(exc, ArgumentError):
         return Outcome("error", error=exc.message, error_type="ArgumentError")
-    if isinstance(exc, ToolNotFound | ActionNotFound):
+    if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
         return Outcome("error", error=str(exc), error_type=type(exc).__name__)
     if isinstance(exc, ToolError):
         data, _ = _json_or_error(exc.data)

@@ -17,9 +17,9 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 import attrs
 
@@ -45,6 +45,9 @@ _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SWEEP_BATCH = 1000
 #: ``_write``'s answer when a write reached neither the database nor the spool.
 _LOST = object()
+#: ``_write``'s answer when a fail-closed ledger could not record a call (so it must not run).
+_REFUSED = object()
+T = TypeVar("T")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -180,6 +183,35 @@ class Ledger:
         self._repository = Repository(connection, self._statements)
         return self._repository
 
+    def _attempt(self, work: Callable[[Repository], T]) -> T:
+        """Run ``work`` on the connection; when a held connection turns out dead (the server
+        restarted), reconnect once and run it again."""
+        held = self._repository is not None
+        try:
+            return work(self._connect())
+        except LedgerError:
+            raise
+        except Exception as exc:
+            if not (held and is_outage(exc)):
+                raise
+            self._disconnect()
+            return work(self._connect())
+
+    def _read(self, work: Callable[[Repository], T]) -> T:
+        """Run a read (or a sweep): an unreachable database is a LedgerError."""
+        with self._lock:
+            try:
+                return self._attempt(work)
+            except LedgerError:
+                raise
+            except Exception as exc:
+                if is_outage(exc):
+                    self._disconnect()
+                    raise LedgerError(
+                        f"the ledger at {self.database.display} is unreachable: {exc}"
+                    ) from exc
+                raise
+
     def _disconnect(self) -> None:
         repository, self._repository = self._repository, None
         if repository is not None:
@@ -224,7 +256,11 @@ class Ledger:
 
     def _apply(self, repository: Repository, operation: str, params: dict[str, Any]) -> Any:
         if operation == "insert":
-            return repository.insert(params)
+            if repository.insert(params):
+                return True
+            # A retry after a lost reply (or a replay) may meet the row this attempt wrote.
+            existing = repository.get(params["key"])
+            return existing is not None and existing.get("attempt_id") == params["attempt_id"]
         if operation == "upsert":
             return repository.upsert_executed(params)
         if operation == "finish":
@@ -241,15 +277,15 @@ class Ledger:
 
     def _write(self, operation: str, params: dict[str, Any]) -> Any:
         """Run a write, or keep it in the spool while the database is unreachable."""
+        # A fail-closed host asks the database every time: it must not run calls blind.
+        refuse = operation == "insert" and self.fail_closed
         with self._lock:
-            if time.monotonic() >= self._retry_at:
+            if refuse or time.monotonic() >= self._retry_at:
                 try:
-                    repository = self._connect()
-                    if self._spooled:
-                        self.spool.replay(lambda op, p: self._apply(repository, op, p))
-                        self._spooled = False
-                    result = self._apply(repository, operation, params)
-                    self._backoff = 0.5
+                    result = self._attempt(
+                        lambda repo: self._replay_and_apply(repo, operation, params)
+                    )
+                    self._retry_at, self._backoff = 0.0, 0.5
                     return result
                 except LedgerError:
                     raise
@@ -265,6 +301,8 @@ class Ledger:
                         exc,
                         self.spool.path,
                     )
+            if refuse:
+                return _REFUSED
             try:
                 self.spool.append(operation, params)
             except OSError as exc:
@@ -277,6 +315,14 @@ class Ledger:
                 return _LOST
             self._spooled = True
             return None
+
+    def _replay_and_apply(
+        self, repository: Repository, operation: str, params: dict[str, Any]
+    ) -> Any:
+        if self._spooled:
+            self.spool.replay(lambda op, p: self._apply(repository, op, p))
+            self._spooled = self.spool.pending()
+        return self._apply(repository, operation, params)
 
     def begin(
         self,
@@ -325,14 +371,14 @@ class Ledger:
             "attempt_id": attempt_id,
         }
         created = self._write("insert", row)
-        recorded = created is not _LOST
-        if created is _LOST:
-            created = None
-        if created is None and self.fail_closed:
+        if created is _REFUSED:
             raise LedgerError(
                 f"the ledger at {self.database.display} is unreachable and fail_closed is set: "
                 "the call was not run"
             )
+        recorded = created is not _LOST
+        if created is _LOST:
+            created = None
         attempt = Attempt(key, user_id, attempt_id, time.monotonic(), created, recorded=recorded)
         if not recorded:
             attempt.row = row
@@ -350,9 +396,10 @@ class Ledger:
         duration_ms: float | None = None,
     ) -> bool | None:
         """Record how a call ended: ``executed`` or ``failed`` (``late`` if it was swept)."""
-        self._running.pop(attempt.key, None)
         if attempt.created is False:
             return False
+        if self._running.get(attempt.key) is attempt:
+            del self._running[attempt.key]
         now = time.time()
         params = {
             "key": attempt.key,
@@ -403,21 +450,23 @@ class Ledger:
                     continue
                 try:
                     with self._lock:
-                        repository = self._connect()
-                        until = time.time() + self.lease_seconds
-                        renewed = repository.renew(
-                            attempt.key, attempt.user_id, attempt.attempt_id, attempt.status, until
-                        )
+                        renewed = self._attempt(functools.partial(self._renew, attempt))
                     if not renewed and attempt.key in self._running:
                         logger.warning("could not renew the lease of ledger row %s", attempt.key)
                 except Exception as exc:
                     logger.warning("renewing the lease of %s failed: %s", attempt.key, exc)
 
+    def _renew(self, attempt: Attempt, repository: Repository) -> bool:
+        until = time.time() + self.lease_seconds
+        return repository.renew(
+            attempt.key, attempt.user_id, attempt.attempt_id, attempt.status, until
+        )
+
     def sweep(self) -> list[str]:
         """Mark rows whose lease expired (their worker died) ``abandoned``; returns their keys."""
-        swept: list[str] = []
-        with self._lock:
-            repository = self._connect()
+
+        def sweep_all(repository: Repository) -> list[str]:
+            swept: list[str] = []
             now = time.time()
             while True:
                 batch = repository.sweep(now, _SWEEP_BATCH)
@@ -425,20 +474,24 @@ class Ledger:
                 if len(batch) < _SWEEP_BATCH:
                     return swept
 
+        return self._read(sweep_all)
+
     def replay(self) -> int:
         """Apply the spooled writes now; returns how many were applied."""
         with self._lock:
-            repository = self._connect()
-            done = self.spool.replay(lambda op, p: self._apply(repository, op, p))
+            done = self._read(
+                lambda repository: self.spool.replay(lambda op, p: self._apply(repository, op, p))
+            )
             self._spooled = self.spool.pending()
+            if not self._spooled:
+                self._retry_at, self._backoff = 0.0, 0.5
             return done
 
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, key: str) -> LedgerRow | None:
         """The row of a key, or None."""
-        with self._lock:
-            row = self._connect().get(key)
+        row = self._read(lambda repository: repository.get(key))
         return None if row is None else LedgerRow.from_db(row)
 
     def rows(
@@ -467,8 +520,7 @@ class Ledger:
         if limit and limit > 0:
             query = query.limit(sa.bindparam("f_limit"))
             params["f_limit"] = int(limit)
-        with self._lock:
-            found = self._connect().select(query, params)
+        found = self._read(lambda repository: repository.select(query, params))
         return [LedgerRow.from_db(row) for row in found]
 
     def stats(self, *, since: float | None = None) -> list[ToolStats]:
@@ -482,8 +534,7 @@ class Ledger:
         if since is not None:
             query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
             params["f_since"] = time.time() - since
-        with self._lock:
-            found = self._connect().select(query, params)
+        found = self._read(lambda repository: repository.select(query, params))
         grouped: dict[str, list[dict[str, Any]]] = {}
         for row in found:
             grouped.setdefault(row["tool"] or "-", []).append(row)

@@ -59,6 +59,26 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def _read(self, line: str) -> dict[str, Any] | None:
+        """One entry; a torn or unreadable line is set aside (not retried forever)."""
+        if not line.strip():
+            return None
+        try:
+            entry = json.loads(line)
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("params"), dict)
+                and entry.get("op")
+            ):
+                return entry
+        except ValueError:
+            pass
+        rejected = self.path.with_name(self.path.name + ".rejected")
+        with open(rejected, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+        logger.error("an unreadable ledger spool entry was set aside in %s", rejected)
+        return None
+
     def replay(self, apply: Callable[[str, dict[str, Any]], Any]) -> int:
         """Apply every pending write in order; stop at the first failure, keeping the rest.
 
@@ -73,8 +93,8 @@ class Spool:
             done = 0
             try:
                 for line in lines:
-                    if line.strip():
-                        entry = json.loads(line)
+                    entry = self._read(line)
+                    if entry is not None:
                         apply(entry["op"], entry["params"])
                     done += 1
             finally:
