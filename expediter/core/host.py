@@ -453,10 +453,13 @@ class Host:
         run_id: str | None,
         call_id: str | None,
     ) -> _Call:
-        token = os.urandom(16).hex() if run_id is None or call_id is None else ""
-        return _Call(
-            tool, action, arguments, user_id, run_id or token, call_id or f"call_{token[:12]}"
-        )
+        if run_id is None or call_id is None:
+            # Time first, then random: ledger keys arrive in order, so the primary-key index
+            # grows at its end instead of splitting pages all over (measurably faster inserts).
+            random = os.urandom(8).hex()
+            run_id = run_id or f"{time.time_ns():016x}{random}"
+            call_id = call_id or f"call_{random[:12]}"
+        return _Call(tool, action, arguments, user_id, run_id, call_id)
 
     def _begin(self, call: _Call) -> Any:
         """Check the call and start the tool: returns its value or an awaitable of it."""
