@@ -9,22 +9,12 @@ import click
 
 from expediter.cli import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten
+from expediter.core.model import LEDGER_STATUSES
 
 if TYPE_CHECKING:
     from expediter.core.ledger import Ledger
 
 __all__ = ["db", "ledger"]
-
-STATUS_NAMES = (
-    "proposed",
-    "awaiting_approval",
-    "approved",
-    "denied",
-    "executed",
-    "confirmed",
-    "failed",
-    "abandoned",
-)
 
 
 def _open(state: CliState) -> Ledger:
@@ -55,7 +45,7 @@ def ledger() -> None:
 
 
 @ledger.command("ls")
-@click.option("--status", type=click.Choice(STATUS_NAMES), help="Only calls in this status.")
+@click.option("--status", type=click.Choice(LEDGER_STATUSES), help="Only calls in this status.")
 @click.option("--user", "user_id", help="Only calls made on behalf of this user.")
 @click.option("--tool", help="Only calls of this tool.")
 @click.option("--since", metavar="DURATION", help="Only calls in the last 45s, 30m, 1h, 2d...")

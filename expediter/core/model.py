@@ -7,11 +7,29 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["DISPLAY_LIMIT", "CallEvent", "EventStatus", "ToolCall", "display_copy"]
+__all__ = [
+    "DISPLAY_LIMIT",
+    "LEDGER_STATUSES",
+    "CallEvent",
+    "EventStatus",
+    "ToolCall",
+    "display_copy",
+]
 
 EventStatus = Literal[
     "pending", "awaiting_approval", "requires_client_execution", "denied", "completed", "error"
 ]
+#: Every status a ledger row (a call attempt) can be in.
+LEDGER_STATUSES = (
+    "proposed",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "executed",
+    "confirmed",
+    "failed",
+    "abandoned",
+)
 #: Characters of a result kept in an event (the copy shown in UIs and logs).
 DISPLAY_LIMIT = 2000
 

@@ -3,13 +3,10 @@ filtered, summed up, swept and replayed, and the schema created, on SQLite and P
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import textwrap
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from expediter.core.ledger import Ledger
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.repository import COLUMNS, Repository, Statements
 from expediter.core.ledger.schema import HEAD, upgrade
-from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
+from expediter.testing.postgres import PostgresCluster
 
 TOOLS = '''
 import expediter
@@ -54,31 +51,12 @@ DOCUMENTED = {
     "finished_at",
     "duration_ms",
 }
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def pg_cluster() -> Iterator[PostgresCluster]:
-    """A PostgreSQL server for this module (skipped, loudly, when not installed)."""
-    try:
-        cluster = PostgresCluster.create()
-    except PostgresUnavailable as exc:
-        if os.environ.get("EXPEDITER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"EXPEDITER_REQUIRE_POSTGRES=1 but {exc}")
-        warnings.warn(f"PostgreSQL CLI tests skipped: {exc}", stacklevel=1)
-        pytest.skip(f"PostgreSQL is not installed: {exc}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
-def pg_url(pg_cluster: PostgresCluster) -> str:
+def pg_url(fresh_pg_url: Callable[[], str]) -> str:
     """A new, empty PostgreSQL database."""
-    name = f"cli_{os.getpid()}_{next(_databases)}"
-    pg_cluster.createdb(name)
-    return pg_cluster.url(name)
+    return fresh_pg_url()
 
 
 @pytest.fixture(params=["default", "postgresql"])

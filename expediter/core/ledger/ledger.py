@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -185,17 +186,25 @@ class Ledger:
 
     def _attempt(self, work: Callable[[Repository], T]) -> T:
         """Run ``work`` on the connection; when a held connection turns out dead (the server
-        restarted), reconnect once and run it again."""
+        restarted), reconnect once and run it again. SQLite's instant "database is locked"
+        answers (contention between processes, not an outage) are retried briefly."""
         held = self._repository is not None
-        try:
-            return work(self._connect())
-        except LedgerError:
-            raise
-        except Exception as exc:
-            if not (held and is_outage(exc)):
+        pause = 0.005
+        while True:
+            started = time.monotonic()
+            try:
+                return work(self._connect())
+            except LedgerError:
                 raise
-            self._disconnect()
-            return work(self._connect())
+            except Exception as exc:
+                if _instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
+                    time.sleep(pause)
+                    pause *= 2
+                    continue
+                if not (held and is_outage(exc)):
+                    raise
+                self._disconnect()
+                held = False
 
     def _read(self, work: Callable[[Repository], T]) -> T:
         """Run a read (or a sweep): an unreachable database is a LedgerError."""
@@ -539,6 +548,15 @@ class Ledger:
         for row in found:
             grouped.setdefault(row["tool"] or "-", []).append(row)
         return [_stats(tool, rows) for tool, rows in sorted(grouped.items())]
+
+
+def _instantly_busy(exc: BaseException, waited: float) -> bool:
+    """SQLite answered "locked"/"busy" without using its busy timeout (e.g. a WAL snapshot
+    that another process just moved on): worth trying again at once."""
+    if not isinstance(exc, sqlite3.OperationalError) or waited > 0.5:
+        return False
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:

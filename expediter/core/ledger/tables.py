@@ -5,19 +5,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from expediter.core.model import LEDGER_STATUSES
+
 __all__ = ["STATUSES", "metadata", "tool_call_attempts"]
 
 #: Every status a call attempt can be in.
-STATUSES = (
-    "proposed",
-    "awaiting_approval",
-    "approved",
-    "denied",
-    "executed",
-    "confirmed",
-    "failed",
-    "abandoned",
-)
+STATUSES = LEDGER_STATUSES
 
 metadata = sa.MetaData()
 

@@ -1,15 +1,8 @@
-"""Ledger fixtures: every ledger test runs on SQLite and on a real PostgreSQL server.
-
-A throwaway cluster (initdb + pg_ctl on a free 127.0.0.1 port) is started once per test
-session when the server binaries exist; each test gets its own database. Without the binaries
-the PostgreSQL half is skipped loudly, and fails when EXPEDITER_REQUIRE_POSTGRES=1 (CI).
-"""
+"""Ledger fixtures: every ledger test runs on SQLite and on a real PostgreSQL server
+(``pg_cluster`` and ``fresh_pg_url`` come from tests/conftest.py)."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,37 +11,6 @@ import pytest
 from expediter.core.ledger import Ledger
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.schema import upgrade
-from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
-
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PostgresCluster]:
-    """A PostgreSQL server for the whole session (skipped, loudly, when not installed)."""
-    try:
-        cluster = PostgresCluster.create()
-    except PostgresUnavailable as exc:
-        if os.environ.get("EXPEDITER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"EXPEDITER_REQUIRE_POSTGRES=1 but {exc}")
-        warnings.warn(f"PostgreSQL ledger tests skipped: {exc}", stacklevel=1)
-        pytest.skip(f"PostgreSQL is not installed: {exc}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
-def fresh_pg_url(pg_cluster: PostgresCluster) -> Callable[[], str]:
-    """Make a new, empty PostgreSQL database; returns its URL."""
-
-    def make() -> str:
-        name = f"ledger_{os.getpid()}_{next(_databases)}"
-        pg_cluster.createdb(name)
-        return pg_cluster.url(name)
-
-    return make
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
