@@ -12,7 +12,7 @@ from expediter.cli import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten
 from expediter.cli.tools import PROVIDER_NAMES
 
-__all__ = ["parse", "read_response"]
+__all__ = ["approvals", "approve", "deny", "parse", "read_response", "run"]
 
 
 def read_response(path: str) -> dict[str, Any]:
@@ -71,3 +71,170 @@ def parse(
             for call in calls
         ],
     )
+
+
+def _print_events(events: list[Any], as_json: bool) -> None:
+    if as_json:
+        for event in events:
+            click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+        return
+    echo_table(
+        ["STATUS", "CALL ID", "NAME", "TOOL", "ACTION", "MS", "RESULT / ERROR"],
+        [
+            [
+                event.status,
+                event.call_id,
+                event.name,
+                event.tool or "-",
+                event.action or "-",
+                "" if event.duration_ms is None else f"{event.duration_ms:.1f}",
+                shorten(
+                    event.error
+                    or event.reason
+                    or ("" if event.result is None else json.dumps(event.result)),
+                    60,
+                ),
+            ]
+            for event in events
+        ],
+    )
+
+
+@click.command()
+@click.option(
+    "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="Who wrote the response."
+)
+@click.option(
+    "--response",
+    "response_path",
+    required=True,
+    metavar="FILE",
+    help="The saved response as JSON ('-' reads standard input).",
+)
+@click.option("--user", "user_id", default=None, help="Run on behalf of this user id.")
+@click.option("--message-id", default=None, help="The assistant message's id (keys the ledger).")
+@click.option("--run-id", default=None, help="The run's id, for calls outside a conversation.")
+@click.option(
+    "--headless", is_flag=True, help="No human to ask: calls needing approval are denied."
+)
+@click.option(
+    "--allow",
+    "allowlist",
+    multiple=True,
+    metavar="INSTANCE_OR_TOOL",
+    help="In a headless run, let this instance (or tool) run without approval; repeatable.",
+)
+@click.option("--messages", is_flag=True, help="Print the provider's result messages instead.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
+@pass_state
+def run(
+    state: CliState,
+    provider: str,
+    response_path: str,
+    user_id: str | None,
+    message_id: str | None,
+    run_id: str | None,
+    headless: bool,
+    allowlist: tuple[str, ...],
+    messages: bool,
+    as_json: bool,
+) -> None:
+    """Run the tool calls of a saved model response through the host.
+
+    Prints the events (pending, then completed, error, denied, awaiting_approval or
+    requires_client_execution for each call); with --messages, the messages that give the
+    results back to the model instead.
+    """
+    response = read_response(response_path)
+    toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
+    calls = toolset.parse_calls(provider, response)
+    events = list(toolset.run(calls, message_id=message_id, run_id=run_id))
+    if messages:
+        echo_json(toolset.result_messages(provider, calls, events))
+        return
+    _print_events(events, as_json)
+
+
+@click.group()
+def approvals() -> None:
+    """Calls waiting for a human's decision."""
+
+
+@approvals.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def list_approvals(state: CliState, as_json: bool) -> None:
+    """List the calls waiting for approval, oldest first."""
+    from expediter.core.ledger.records import iso
+    from expediter.errors import LedgerError
+
+    try:
+        rows = state.ledger().pending_approvals()
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    items = [
+        {
+            "key": row.key,
+            "call_id": row.call_id,
+            "user_id": row.user_id,
+            "tool": row.tool,
+            "action": row.action,
+            "arguments": row.arguments,
+            "requested_at": iso(row.updated_at),
+            "reason": row.request.get("reason") if isinstance(row.request, dict) else None,
+        }
+        for row in rows
+    ]
+    if as_json:
+        echo_json(items)
+        return
+    echo_table(
+        ["KEY", "USER", "TOOL", "ACTION", "REQUESTED", "ARGUMENTS"],
+        [
+            [
+                item["key"],
+                item["user_id"] or "-",
+                item["tool"] or "-",
+                item["action"] or "-",
+                (item["requested_at"] or "")[:19],
+                shorten(json.dumps(item["arguments"]), 50),
+            ]
+            for item in items
+        ],
+    )
+
+
+def _decide(state: CliState, key: str, approved: bool, reason: str | None, as_json: bool) -> None:
+    import getpass
+
+    from expediter.errors import ExpediterError
+
+    try:
+        event = state.host().resume(key, approved, approver=getpass.getuser(), reason=reason)
+    except ExpediterError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        echo_json(event.to_dict())
+    else:
+        _print_events([event], as_json=False)
+    sys.exit(0 if event.status in ("completed", "denied") else 1)
+
+
+@click.command()
+@click.argument("key")
+@click.option("--reason", default=None, help="Why (recorded with the decision).")
+@click.option("--json", "as_json", is_flag=True, help="Print the call's final event as JSON.")
+@pass_state
+def approve(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
+    """Approve a waiting call and run it now (from any machine sharing the ledger)."""
+    _decide(state, key, True, reason, as_json)
+
+
+@click.command()
+@click.argument("key")
+@click.option("--reason", default=None, help="Why (the model is told).")
+@click.option("--json", "as_json", is_flag=True, help="Print the denied event as JSON.")
+@pass_state
+def deny(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
+    """Deny a waiting call; the model is told it was denied and why."""
+    _decide(state, key, False, reason, as_json)

@@ -136,8 +136,21 @@ class Host:
         record_calls: bool = True,
         fail_closed: bool = False,
         lease_seconds: float | None = None,
+        call_timeout: float | None = 60.0,
+        model_result_tokens: int = 4000,
+        approval_seconds: float | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
+        #: Each call of a turn must finish within this many seconds (None: no deadline).
+        self.call_timeout = call_timeout
+        #: The model's copy of a result is cut to about this many tokens (4 characters each).
+        self.model_result_chars = max(200, int(model_result_tokens) * 4)
+        self.approval_seconds = (
+            float(approval_seconds)
+            if approval_seconds is not None
+            else float(env.get("EXPEDITER_APPROVAL_SECONDS") or 86400)
+        )
+        self._hooks_present: dict[str, bool] = {}
         self.database_url = database_url
         #: Whether ``call`` records every call in the ledger (False: no database at all).
         self.record_calls = record_calls
@@ -213,6 +226,7 @@ class Host:
                         home=self.home,
                         lease_seconds=self.lease_seconds,
                         fail_closed=self.fail_closed,
+                        approval_seconds=self.approval_seconds,
                     )
                     ledger.open()
                     self._ledger = ledger
@@ -329,6 +343,49 @@ class Host:
                     self._plugin_errors.append(f"plugin {name!r}: {type(exc).__name__}: {exc}")
                     logger.error("host plugin %s was not registered: %s", name, exc, exc_info=exc)
         return manager
+
+    def _has_hook(self, name: str) -> bool:
+        """Whether any host plugin implements a hook (checked once: plugins are fixed)."""
+        found = self._hooks_present.get(name)
+        if found is None:
+            caller = getattr(self.plugin_manager.hook, name, None)
+            found = bool(caller is not None and caller.get_hookimpls())
+            self._hooks_present[name] = found
+        return found
+
+    def _observe(self, event: CallEvent) -> None:
+        """Tell every ``on_call_event`` observer; one that raises is logged and skipped."""
+        if not self._has_hook("on_call_event"):
+            return
+        for impl in self.plugin_manager.hook.on_call_event.get_hookimpls():
+            try:
+                impl.function(*[{"event": event}[name] for name in impl.argnames])
+            except Exception as exc:
+                logger.error(
+                    "on_call_event observer %s raised %s; ignored",
+                    impl.plugin_name,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
+
+    def resume(
+        self,
+        key: str,
+        approved: bool,
+        approver: str | None = None,
+        reason: str | None = None,
+    ) -> CallEvent:
+        """Approve (and run, here and now) or deny a call waiting for approval, from any
+        process; the live decision is asked again, and a denial it gives wins."""
+        from expediter.core.executor import Resumer
+
+        return Resumer(self).resume(key, approved, approver, reason)
+
+    def submit_client_result(self, key: str, result: Any) -> CallEvent:
+        """Record the result of a client-side call (``requires_client_execution``)."""
+        from expediter.core.executor import Resumer
+
+        return Resumer(self).submit(key, result)
 
     def _host_wrappers(self) -> list[object]:
         if self._wrappers is None:

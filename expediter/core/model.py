@@ -113,6 +113,10 @@ class CallEvent:
     duration_ms: float | None = None
     instance_id: str | None = None
     user_id: str | None = None
+    #: Why a call waits for approval or was denied.
+    reason: str | None = None
+    #: The result as the model reads it (JSON text, bounded), for completed calls of a turn.
+    content: str | None = attrs.field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -135,4 +139,5 @@ class CallEvent:
             "duration_ms": self.duration_ms,
             "instance_id": self.instance_id,
             "user_id": self.user_id,
+            "reason": self.reason,
         }

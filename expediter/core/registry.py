@@ -8,6 +8,7 @@ wrapper and firstresult semantics stay exactly as pluggy defines them.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, final
@@ -84,6 +85,7 @@ class LoadedTool:
     __slots__ = (
         "_accepted",
         "_actions",
+        "_hooks",
         "call",
         "instance",
         "instance_id",
@@ -109,6 +111,36 @@ class LoadedTool:
         self.call = relay.hook.execute_action
         self._actions: dict[str, Action] | None = None
         self._accepted: dict[str, frozenset[str] | None] = {}
+        self._hooks: dict[str, bool] = {}
+
+    def has_hook(self, name: str) -> bool:
+        """Whether the tool itself implements a hook (wrappers do not count)."""
+        found = self._hooks.get(name)
+        if found is None:
+            caller = getattr(self.relay.hook, name, None)
+            impls = caller.get_hookimpls() if caller is not None else []
+            found = any(not (impl.wrapper or impl.hookwrapper) for impl in impls)
+            self._hooks[name] = found
+        return found
+
+    def is_async(self, action: str) -> bool:
+        """Whether the action is a coroutine function (sugar tools know; raw hooks are checked)."""
+        instance = self.instance
+        spec = None
+        if hasattr(instance, "action_specs"):
+            spec = instance.action_specs().get(action)
+        elif hasattr(instance, "functions"):
+            function = instance.functions.get(action)
+            spec = function.spec if function is not None else None
+        elif hasattr(instance, "spec"):
+            spec = instance.spec
+        if spec is not None:
+            return bool(spec.is_async)
+        return any(
+            inspect.iscoroutinefunction(impl.function)
+            for impl in self.relay.hook.execute_action.get_hookimpls()
+            if not (impl.wrapper or impl.hookwrapper)
+        )
 
     def undeclared(self, action: Action, arguments: Mapping[str, Any]) -> list[str]:
         """Argument names the action's schema does not declare (none if it allows extras)."""

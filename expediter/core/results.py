@@ -12,7 +12,33 @@ from expediter.core.conversion import NotJSON, to_json_value
 from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
-__all__ = ["Outcome", "outcome_from_exception", "outcome_from_value"]
+__all__ = ["Outcome", "model_copy", "outcome_from_exception", "outcome_from_value", "sanitize"]
+
+# NUL and the other control characters (tab, newline and carriage return are kept).
+_CONTROL = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127])
+
+
+def sanitize(value: Any) -> Any:
+    """JSON data with NUL and control characters removed from every string (keys too)."""
+    if isinstance(value, str):
+        return value.translate(_CONTROL) if not value.isprintable() else value
+    if isinstance(value, list):
+        return [sanitize(item) for item in value]
+    if isinstance(value, dict):
+        return {sanitize(key): sanitize(item) for key, item in value.items()}
+    return value
+
+
+def model_copy(value: Any, limit: int) -> str:
+    """The text the model reads: JSON (never repr), cut to ``limit`` characters keeping its head
+    and tail around a marker that says how much was left out."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return text
+    marker = f"\n[... {len(text) - limit} characters omitted ...]\n"
+    room = max(0, limit - len(marker))
+    head = room * 2 // 3
+    return text[:head] + marker + text[len(text) - (room - head) :]
 
 
 @attrs.frozen
@@ -35,7 +61,7 @@ class Outcome:
 
 def _json_or_error(value: Any) -> tuple[Any, str | None]:
     try:
-        return to_json_value(value), None
+        return sanitize(to_json_value(value)), None
     except NotJSON as exc:
         return None, f"the tool's result cannot be sent to the model: {exc}"
 
@@ -56,7 +82,7 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 def outcome_from_value(value: Any) -> Outcome:
     """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
     if type(value) in _SCALARS:
-        return Outcome("ok", value=value)
+        return Outcome("ok", value=sanitize(value) if type(value) is str else value)
     if isinstance(value, BaseException):
         return outcome_from_exception(value)
     if isinstance(value, ToolResult):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from expediter.core.model import ToolCall
+from expediter.core.model import CallEvent, ToolCall
 from expediter.core.naming import NameMap, assign_names
 from expediter.core.providers import get_provider
 from expediter.core.providers.base import (
@@ -187,6 +187,8 @@ class Toolset:
         self.allowlist = frozenset(allowlist)
         #: Instances that could not be offered (their tool failed to describe itself).
         self.errors = list(errors)
+        #: How often each unknown function name was called in this turn.
+        self._unresolved: dict[str, int] = {}
         self._composition = _compose(host, sources)
         self.name_map: NameMap = self._composition.name_map
         #: The offered actions, in offer order.
@@ -228,6 +230,33 @@ class Toolset:
             specs = [self._spec(adapter, offered, strict) for offered in self.actions]
             self._composition.specs[(adapter.name, strict)] = specs
         return adapter.tools(specs)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(
+        self,
+        calls: Iterable[ToolCall],
+        message_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[CallEvent]:
+        """Run a turn's calls: yields ``pending`` as each starts, then its final event
+        (``completed``, ``error``, ``denied``, ``awaiting_approval``,
+        ``requires_client_execution``). Never raises for what a tool or the model did."""
+        from expediter.core.executor import Executor
+
+        return Executor(self).run(calls, message_id=message_id, run_id=run_id)
+
+    def arun(
+        self,
+        calls: Iterable[ToolCall],
+        message_id: str | None = None,
+        run_id: str | None = None,
+    ) -> AsyncIterator[CallEvent]:
+        """Async ``run``: independent calls run concurrently, each within the host's
+        ``call_timeout``; final events come in call order."""
+        from expediter.core.executor import Executor
+
+        return Executor(self).arun(calls, message_id=message_id, run_id=run_id)
 
     # -- calls ----------------------------------------------------------------------------------
 

@@ -84,9 +84,12 @@ class Database:
             lite = sqlite3.connect(
                 self.target, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            lite.execute("PRAGMA journal_mode=WAL")
-            lite.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             lite.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            # Switching to WAL takes a lock another process may hold: only when not yet WAL.
+            mode = lite.execute("PRAGMA journal_mode").fetchone()
+            if not mode or str(mode[0]).lower() != "wal":
+                lite.execute("PRAGMA journal_mode=WAL")
+            lite.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             return lite
         try:
             import psycopg

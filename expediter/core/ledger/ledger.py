@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -18,7 +17,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, final
 
@@ -29,20 +28,18 @@ from expediter.core.ledger.records import LedgerRow, ToolStats
 from expediter.core.ledger.repository import Repository, Statements
 from expediter.core.ledger.schema import HEAD, current_revision, upgrade
 from expediter.core.ledger.spool import Spool
+from expediter.core.redaction import redact
 from expediter.errors import LedgerError
 
-__all__ = ["RESULT_LIMIT", "Attempt", "Ledger", "parse_duration", "redact"]
+__all__ = ["CLIENT_SIDE", "RESULT_LIMIT", "Attempt", "Ledger", "parse_duration", "redact"]
+
+#: The ``decision`` of a call the application runs itself (waiting for its result).
+CLIENT_SIDE = "client_side"
 
 logger = logging.getLogger(__name__)
 
 #: Characters of a result's JSON kept in the ledger.
 RESULT_LIMIT = 400_000
-_SECRET_WORDS = frozenset(
-    {"password", "passwd", "passphrase", "secret", "token", "credential", "credentials"}
-    | {"authorization", "authorisation", "apikey", "cookie", "pwd"}
-)
-_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key")})
-_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SWEEP_BATCH = 1000
 #: ``_write``'s answer when a write reached neither the database nor the spool.
 _LOST = object()
@@ -59,35 +56,6 @@ def parse_duration(text: str) -> float:
     if match is None:
         raise ValueError(f"cannot read the duration {text!r}; use e.g. 45s, 30m, 1h, 2d")
     return float(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_secret(name: str) -> bool:
-    """``api_key``, ``githubToken``, ``X-Auth-Password``: yes; ``max_tokens``, ``passage``: no."""
-    parts = [part.lower() for part in _NAME_PARTS.findall(name)]
-    if any(part in _SECRET_WORDS for part in parts):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def redact(value: Any) -> Any:
-    """Arguments as recorded: values under secret-looking names (api_key, token...) hidden."""
-    if isinstance(value, Mapping):
-        if type(value) is dict and not any(
-            (type(key) is str and _is_secret(key)) or type(item) not in _SCALARS
-            for key, item in value.items()
-        ):
-            return value  # nothing to hide and nothing nested: no copy
-        return {
-            key: "***" if isinstance(key, str) and _is_secret(key) else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact(item) for item in value]
-    return value
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
@@ -143,9 +111,12 @@ class Ledger:
         lease_seconds: float = 60.0,
         fail_closed: bool = False,
         auto_upgrade: bool | None = None,
+        approval_seconds: float = 86400.0,
     ) -> None:
         self.database = Database.parse(url or default_url(home))
         self.lease_seconds = float(lease_seconds)
+        #: How long a call may wait for a human's decision before the sweeper abandons it.
+        self.approval_seconds = float(approval_seconds)
         self.fail_closed = fail_closed
         #: Embedded SQLite is upgraded on open; PostgreSQL needs `expediter db upgrade`.
         self.auto_upgrade = (
@@ -234,7 +205,7 @@ class Ledger:
         go to the spool), a schema that needs upgrading raises LedgerError."""
         with self._lock:
             try:
-                self._connect()
+                self._attempt(lambda repository: repository)
             except LedgerError:
                 raise
             except Exception as exc:
@@ -347,10 +318,13 @@ class Ledger:
         tool: str | None = None,
         action: str | None = None,
         arguments: Any = None,
+        request: Any = None,
+        lease: bool = True,
     ) -> Attempt:
-        """Record a call as ``proposed`` with a lease, before it runs.
+        """Record a call as ``proposed`` (with a lease when it is about to run), before it runs.
 
-        With ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
+        ``request`` is what a paused call needs to resume in another process. With
+        ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
         """
         now = time.time()
         attempt_id = os.urandom(8).hex()
@@ -375,9 +349,10 @@ class Ledger:
             "updated_at": now,
             "finished_at": None,
             "duration_ms": None,
-            "lease_expires_at": now + self.lease_seconds,
+            "lease_expires_at": now + self.lease_seconds if lease else None,
             "worker_id": self.worker_id,
             "attempt_id": attempt_id,
+            "request": _json(request),
         }
         created = self._write("insert", row)
         if created is _REFUSED:
@@ -391,9 +366,67 @@ class Ledger:
         attempt = Attempt(key, user_id, attempt_id, time.monotonic(), created, recorded=recorded)
         if not recorded:
             attempt.row = row
-        if created is not False:
+        if created is not False and lease:
             self._hold(attempt)
         return attempt
+
+    def decide(
+        self,
+        key: str,
+        user_id: str | None,
+        *,
+        expected: str,
+        status: str,
+        decision: str | None,
+        decided_by: str | None = None,
+        reason: str | None = None,
+    ) -> Attempt | None:
+        """Record a decision on a row: ``awaiting_approval``, ``denied`` or ``approved``.
+
+        ``approved`` claims the row for this process (a new attempt with a lease, ready to run
+        and finish). Returns the attempt (None when the row was not in ``expected``, e.g.
+        another worker decided first, or the write went to the spool).
+        """
+        now = time.time()
+        claim = status == "approved"
+        attempt_id = os.urandom(8).hex() if claim else None
+        params = {
+            "key": key,
+            "user_id": user_id,
+            "expected": expected,
+            "status": status,
+            "decision": decision,
+            "decided_by": decided_by,
+            "now": now,
+            "error": reason if status == "denied" else None,
+            "lease_expires_at": now + self.lease_seconds if claim else None,
+            "worker_id": self.worker_id if claim else None,
+            "attempt_id": attempt_id,
+        }
+        applied = self._write("decide", params)
+        if applied is not True:
+            return None
+        attempt = Attempt(key, user_id, attempt_id or "", time.monotonic(), True, status)
+        if claim:
+            self._hold(attempt)
+        return attempt
+
+    def pending_approvals(self, *, limit: int = 0) -> list[LedgerRow]:
+        """Calls waiting for a human's decision, oldest first (client-side calls excluded)."""
+        import sqlalchemy as sa
+
+        from expediter.core.ledger.tables import tool_call_attempts as t
+
+        query = (
+            sa.select(t)
+            .where(t.c.status == "awaiting_approval")
+            .where(t.c.decision.is_distinct_from(CLIENT_SIDE))
+            .order_by(t.c.updated_at, t.c.key)
+        )
+        if limit > 0:
+            query = query.limit(limit)
+        found = self._read(lambda repository: repository.select(query, {}))
+        return [LedgerRow.from_db(row) for row in found]
 
     def finish(
         self,
@@ -472,7 +505,8 @@ class Ledger:
         )
 
     def sweep(self) -> list[str]:
-        """Mark rows whose lease expired (their worker died) ``abandoned``; returns their keys."""
+        """Mark rows whose lease expired (their worker died) ``abandoned``, and approvals older
+        than ``approval_seconds``; returns their keys."""
 
         def sweep_all(repository: Repository) -> list[str]:
             swept: list[str] = []
@@ -481,7 +515,9 @@ class Ledger:
                 batch = repository.sweep(now, _SWEEP_BATCH)
                 swept.extend(batch)
                 if len(batch) < _SWEEP_BATCH:
-                    return swept
+                    break
+            swept.extend(repository.expire_approvals(now - self.approval_seconds, now))
+            return swept
 
         return self._read(sweep_all)
 

@@ -56,6 +56,8 @@ class LedgerRow:
     worker_id: str | None = None
     attempt_id: str | None = None
     late: bool = False
+    #: A paused call's resume data (tool, instance, action, arguments, ids).
+    request: Any = None
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> LedgerRow:
@@ -63,6 +65,7 @@ class LedgerRow:
         data = dict(row)
         data["arguments"] = _json_value(data.get("arguments"))
         data["result"] = _json_value(data.get("result"))
+        data["request"] = _json_value(data.get("request"))
         data["late"] = bool(data.get("late"))
         return cls(**data)
 

@@ -13,7 +13,7 @@ __all__ = ["HEAD", "current_revision", "upgrade"]
 logger = logging.getLogger(__name__)
 
 #: The newest migration; ``tests`` check it matches the scripts in ``migrations/versions``.
-HEAD = "0001_tool_call_attempts"
+HEAD = "0002_call_request"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 

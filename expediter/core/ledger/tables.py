@@ -44,6 +44,8 @@ tool_call_attempts = sa.Table(
     sa.Column("worker_id", sa.Text),
     sa.Column("attempt_id", sa.String(64)),
     sa.Column("late", sa.Boolean, nullable=False, server_default=sa.false()),
+    #: What a paused call (awaiting approval or a client's result) needs to resume elsewhere.
+    sa.Column("request", _JSON),
     sa.CheckConstraint(
         "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
         name="ck_tool_call_attempts_status",
@@ -52,4 +54,5 @@ tool_call_attempts = sa.Table(
     sa.Index("ix_tool_call_attempts_message", "message_id"),
     sa.Index("ix_tool_call_attempts_user", "user_id", "attempted_at"),
     sa.Index("ix_tool_call_attempts_attempted", "attempted_at"),
+    sa.Index("ix_tool_call_attempts_status_updated", "status", "updated_at"),
 )

@@ -124,12 +124,18 @@ def result_text(result: CallResult | None) -> tuple[str, bool]:
     if result is None:
         return "error: the call produced no result", True
     if result.status == "completed":
+        content = getattr(result, "content", None)
+        if content is not None:
+            return content, False
         value = result.result
         if isinstance(value, str):
             return value, False
         return json.dumps(value, ensure_ascii=False), False
-    if result.status in ("error", "denied"):
-        return result.error or f"the call ended with status {result.status}", True
+    if result.status == "denied":
+        reason = result.error or "no reason given"
+        return f"the call was denied and did not run: {reason}", True
+    if result.status == "error":
+        return result.error or "the call failed", True
     return f"the call has not finished (status: {result.status})", True
 
 
@@ -138,7 +144,10 @@ def result_object(result: CallResult | None) -> tuple[dict[str, Any], bool]:
     if result is None or result.status != "completed":
         text, _ = result_text(result)
         return {"error": text}, True
+    content = getattr(result, "content", None)
     value = result.result
+    if content is not None and len(content) < len(json.dumps(value, ensure_ascii=False)):
+        return {"result": content}, False  # the bounded copy, when the result was cut
     return (value if isinstance(value, dict) else {"result": value}), False
 
 

@@ -47,6 +47,28 @@ def reader(migrated_url: str, tmp_path: Path) -> Iterator[Ledger]:
     ledger.close()
 
 
+def _freeze_outside_a_write(child: object, url: str) -> None:
+    """SIGSTOP a worker, but not in the middle of an SQLite write: a process frozen while it
+    holds SQLite's one write lock blocks every other writer (that is SQLite, not the ledger)."""
+    import sqlite3
+
+    for _ in range(200):
+        child.signal(signal.SIGSTOP)  # type: ignore[attr-defined]
+        if not url.startswith("sqlite"):
+            return
+        probe = sqlite3.connect(url.split("///", 1)[1], timeout=0.2, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            child.signal(signal.SIGCONT)  # type: ignore[attr-defined]
+            time.sleep(0.01)
+        finally:
+            probe.close()
+    raise AssertionError("could not freeze the worker outside an SQLite write")
+
+
 def _sweep_until(reader: Ledger, keys: set[str], timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     swept: set[str] = set()
@@ -178,7 +200,7 @@ def test_results_arriving_after_the_row_was_abandoned_are_recorded_late_not_drop
         }
         for child in children.values():
             assert child.line() == "running"
-            child.signal(signal.SIGSTOP)
+            _freeze_outside_a_write(child, migrated_url)
         keys = {f"stall:fail={fail}" for fail in children}
         proposed = {key: reader.get(key) for key in keys}
         _sweep_until(reader, keys)
