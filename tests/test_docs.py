@@ -1,4 +1,4 @@
-"""Every ```python block in docs/*.md runs as written.
+"""Every ```python block in docs/*.md and README.md runs as written.
 
 Each block runs in a fresh module, in a temporary working directory, with an isolated
 ``EXPEDITER_HOME`` (the ``expediter_home`` fixture). A block preceded by ``<!-- not-run -->``
@@ -24,7 +24,7 @@ _DEFINES_TESTS = re.compile(r"^(def test_|class Test)", re.MULTILINE)
 def _python_blocks() -> list[tuple[str, int, str]]:
     """Return ``(file name, fence line number, source)`` for every runnable python block."""
     blocks = []
-    for path in sorted(DOCS.glob("*.md")):
+    for path in [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]:
         lines = path.read_text(encoding="utf-8").splitlines()
         index = 0
         while index < len(lines):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -11,12 +12,13 @@ import click
 
 from expediter.cli import CliState, pass_state
 from expediter.cli.call import exit_code
-from expediter.cli.output import echo_table
+from expediter.cli.output import echo_table, shorten
 
 __all__ = ["demo"]
 
 
-def _flaky_tool() -> object:
+def _demo_plugins() -> list[object]:
+    """Tools and a policy that exist only in the demo."""
     import expediter
 
     @expediter.tool(name="flaky")
@@ -30,7 +32,36 @@ def _flaky_tool() -> object:
             raise RuntimeError("the upstream service is down")
         return "fine"
 
-    return flaky
+    @expediter.tool(require_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file (a demo: nothing is deleted). A human must approve each call.
+
+        Args:
+            path: The file to delete.
+        """
+        return f"deleted {path}"
+
+    @expediter.tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email (a demo: nothing is sent).
+
+        Args:
+            to: The recipient's address.
+            body: The message.
+        """
+        return f"sent to {to}"
+
+    class ExternalMail:
+        """A host policy: no email leaves example.com."""
+
+        @expediter.hookimpl
+        def tool_call_policy(self, call: Any, action: Any, context: Any) -> Any:
+            to = str(call.arguments.get("to", ""))
+            if call.tool == "send_email" and not to.endswith("@example.com"):
+                return expediter.Decision.denied(f"{to} is outside example.com")
+            return None
+
+    return [flaky, delete_file, send_email, ExternalMail()]
 
 
 def _show_call(state: CliState, tool: str, action: str, arguments: dict[str, Any]) -> None:
@@ -46,48 +77,88 @@ def _show_call(state: CliState, tool: str, action: str, arguments: dict[str, Any
     click.echo(f"-> {event.status}, exit status {code}, {event.duration_ms:.2f} ms")
 
 
-#: A scripted Anthropic reply: text, two parallel calls and one name that was never offered.
-_SCRIPTED_REPLY: dict[str, Any] = {
-    "id": "msg_demo",
-    "type": "message",
-    "role": "assistant",
-    "stop_reason": "tool_use",
-    "content": [
-        {"type": "text", "text": "I'll check the time in Tokyo and convert the meeting."},
-        {"type": "tool_use", "id": "toolu_01", "name": "now", "input": {"timezone": "Asia/Tokyo"}},
-        {
-            "type": "tool_use",
-            "id": "toolu_02",
-            "name": "convert",
-            "input": {"time": "09:00", "from_timezone": "Europe/Paris", "to_timezone": "UTC"},
-        },
-        {"type": "tool_use", "id": "toolu_03", "name": "clock_now", "input": {}},
-    ],
-}
+def _scripted_reply(stamp: str) -> dict[str, Any]:
+    """An OpenAI Chat Completions reply with parallel calls (and one invented name)."""
+
+    def call(index: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": f"call_{stamp}_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+
+    return {
+        "id": f"chatcmpl-{stamp}",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        call(1, "now", {"timezone": "Asia/Tokyo"}),
+                        call(2, "delete_file", {"path": "/tmp/report-draft.txt"}),
+                        call(3, "send_email", {"to": "bob@elsewhere.org", "body": "hi"}),
+                        call(4, "flaky", {}),
+                        call(5, "clock_now", {}),
+                    ],
+                },
+            }
+        ],
+    }
+
+
+def _event_rows(events: list[Any]) -> list[list[str]]:
+    return [
+        [
+            event.status,
+            event.name,
+            shorten(
+                event.reason
+                or event.error
+                or ("" if event.result is None else json.dumps(event.result)),
+                64,
+            ),
+        ]
+        for event in events
+    ]
 
 
 def _show_turn(state: CliState) -> None:
     host = state.host()
-    toolset = host.toolset()
-    click.secho("\nOne model turn, Anthropic style:", bold=True)
-    click.secho("$ expediter tools schema --provider anthropic", bold=True)
-    click.echo("offered: " + ", ".join(tool["name"] for tool in toolset.schemas("anthropic")))
-    click.secho("$ expediter parse --provider anthropic --response reply.json", bold=True)
-    calls = toolset.parse_calls("anthropic", _SCRIPTED_REPLY)
-    echo_table(
-        ["CALL ID", "NAME", "TOOL", "ACTION", "ERROR"],
-        [[c.call_id, c.name, c.tool or "-", c.action or "-", c.error or ""] for c in calls],
+    toolset = host.toolset(user_id="demo-user")
+    stamp = f"{time.time_ns():x}"
+    message_id = f"msg_{stamp}"
+    click.secho("\nOne model turn, with approvals and a policy:", bold=True)
+    click.secho("$ expediter tools schema --provider openai", bold=True)
+    click.echo(
+        "offered: " + ", ".join(tool["function"]["name"] for tool in toolset.schemas("openai"))
     )
-    events = [
-        host.call(c.tool, c.action, c.arguments, call_id=c.call_id)
-        for c in calls
-        if c.tool and c.action and c.error is None
-    ]
-    click.echo("results sent back (one user message, a tool_result per tool_use id):")
-    for message in toolset.result_messages("anthropic", calls, events):
-        for block in message["content"]:
-            flag = "error" if block["is_error"] else "ok"
-            click.echo(f"  {block['tool_use_id']} [{flag}] {block['content'][:70]}")
+    reply = _scripted_reply(stamp)
+    calls = toolset.parse_calls("openai", reply)
+    click.secho(f"$ expediter run --provider openai --message-id {message_id} ...", bold=True)
+    logging.getLogger("expediter.core.executor").disabled = True
+    try:
+        events = list(toolset.run(calls, message_id=message_id))
+    finally:
+        logging.getLogger("expediter.core.executor").disabled = False
+    echo_table(["STATUS", "NAME", "RESULT / ERROR / REASON"], _event_rows(events))
+    waiting = [event for event in events if event.status == "awaiting_approval"]
+    if waiting and host.record_calls:
+        click.secho("\n$ expediter approvals ls", bold=True)
+        for row in host.ledger.pending_approvals():
+            if row.key in {event.key for event in waiting}:
+                click.echo(f"{row.key}  {row.tool}.{row.action}  {json.dumps(row.arguments)}")
+        for event in waiting:
+            click.secho(f"$ expediter approve {event.key} --reason 'draft, safe'", bold=True)
+            resumed = host.resume(event.key, True, approver="demo", reason="draft, safe")
+            echo_table(["STATUS", "NAME", "RESULT"], _event_rows([resumed]))
+            events = [resumed if e.key == event.key else e for e in events]
+    click.echo("\nresults sent back to the model (role: tool messages):")
+    for message in toolset.result_messages("openai", calls, events):
+        click.echo(f"  {message['tool_call_id']}: {shorten(message['content'], 70)}")
 
 
 def _show_ledger(state: CliState, started: float) -> None:
@@ -99,14 +170,15 @@ def _show_ledger(state: CliState, started: float) -> None:
     click.secho("\nEvery call above is in the ledger:", bold=True)
     click.secho("$ expediter ledger ls --since 1m", bold=True)
     echo_table(
-        ["STATUS", "TOOL", "ACTION", "MS", "ERROR"],
+        ["STATUS", "TOOL", "ACTION", "DECISION", "MS", "ERROR"],
         [
             [
                 row.status,
                 row.tool or "-",
                 row.action or "-",
+                row.decision or "",
                 "" if row.duration_ms is None else f"{row.duration_ms:.1f}",
-                (row.error or "")[:60],
+                shorten(row.error or "", 50),
             ]
             for row in reversed(rows)
         ],
@@ -117,8 +189,8 @@ def _show_ledger(state: CliState, started: float) -> None:
 @click.command()
 @pass_state
 def demo(state: CliState) -> None:
-    """List the built-in tools and call them through the host."""
-    host = state.host(plugins=[_flaky_tool()])
+    """List the built-in tools, call them, and run a model turn with approvals."""
+    host = state.host(plugins=_demo_plugins())
     started = time.time()
     click.secho(
         "expediter demo: tools are discovered, listed and called through the host.", bold=True
@@ -153,8 +225,8 @@ def demo(state: CliState) -> None:
         logging.getLogger("expediter.core.host").disabled = False
     _show_turn(state)
     _show_ledger(state, started)
+    home = os.environ.get("EXPEDITER_HOME")
     click.echo(
-        "\nNext: `expediter tools show clock`, `expediter tools schema --provider gemini`, "
-        "`expediter plugins`, "
-        '`expediter call clock now --args \'{"timezone": "UTC"}\' --json`.'
+        "\nNext: `expediter tools schema --provider gemini`, `expediter approvals ls`, "
+        "`expediter ledger ls`" + (f" (EXPEDITER_HOME={home})" if home else "") + "."
     )

@@ -44,6 +44,7 @@ NAMES_LISTED = 30
 #: The same unknown name this many times in a turn earns a directive to stop.
 REPEATS_BEFORE_DIRECTIVE = 3
 _CLIENT_SIDE = "client_side"
+_ALLOW = Decision()
 
 
 def combine_decisions(decisions: Iterable[Decision | None]) -> Decision:
@@ -87,6 +88,7 @@ class _Step:
     context: CallContext | None = None
     run_arguments: dict[str, Any] | None = None
     attempt: Attempt | None = None
+    redacted: Mapping[str, Any] | None = None
 
 
 class Executor:
@@ -106,14 +108,15 @@ class Executor:
     def run(
         self, calls: Iterable[ToolCall], message_id: str | None = None, run_id: str | None = None
     ) -> Iterator[CallEvent]:
-        """Run the calls one after another; yield ``pending`` then the final event of each."""
+        """Run the calls one after another; yield each call's event (one per call, in order).
+        Observers (``on_call_event``) also see a ``pending`` event as each call starts."""
         run_id, message_id = self._run_id(message_id, run_id)
         for call in calls:
             step = self.start(call, message_id=message_id, run_id=run_id)
             if step.final is not None:
                 yield self._emit(step.final)
                 continue
-            yield self._emit(self._event(step, "pending"))
+            self._pending(step)
             try:
                 value = self._invoke(step)
                 if hasattr(value, "__await__"):
@@ -126,8 +129,8 @@ class Executor:
     async def arun(
         self, calls: Iterable[ToolCall], message_id: str | None = None, run_id: str | None = None
     ) -> AsyncIterator[CallEvent]:
-        """Run the calls concurrently; yield every ``pending`` event, then the final events in
-        call order. Closing the iteration early cancels the calls still running."""
+        """Run the calls concurrently; yield their events in call order (one per call).
+        Closing the iteration early cancels the calls still running."""
         run_id, message_id = self._run_id(message_id, run_id)
         steps = [self.start(call, message_id=message_id, run_id=run_id) for call in calls]
         tasks: dict[int, asyncio.Task[Any]] = {}
@@ -137,7 +140,7 @@ class Executor:
         finished: set[int] = set()
         try:
             for index in tasks:
-                yield self._emit(self._event(steps[index], "pending"))
+                self._pending(steps[index])
             for index, step in enumerate(steps):
                 if step.final is not None:
                     yield self._emit(step.final)
@@ -180,9 +183,8 @@ class Executor:
             return self._refuse(step, self._unknown_name(call), "ToolNotFound", ids)
         if call.error is not None:
             return self._refuse(step, call.error, "ArgumentError", ids)
-        entry = toolset.name_map.resolve(call.name)
         offered = toolset.offered(call.name)
-        if entry is not None and entry.client:
+        if offered is not None and offered.client:
             if headless:
                 return self._deny(
                     step, "headless_denied", "client-side tools cannot run in a headless run", ids
@@ -279,16 +281,20 @@ class Executor:
     ) -> Decision:
         """The live decision: the action's flag, the tool's ``preview_decision`` and every
         ``tool_call_policy``. Any exception means a forced prompt (fail closed)."""
+        preview = loaded.has_hook("preview_decision")
+        policies = self.host._has_hook("tool_call_policy")
+        if not (action.require_approval or preview or policies):
+            return _ALLOW  # nobody to ask: the common case, decided without a call
         decisions: list[Decision | None] = []
         if action.require_approval:
             decisions.append(Decision.ask("the action requires approval"))
         try:
-            if loaded.has_hook("preview_decision"):
-                preview = loaded.relay.hook.preview_decision(
+            if preview:
+                answer = loaded.relay.hook.preview_decision(
                     action=action.name, arguments=dict(call.arguments), context=context
                 )
-                decisions.append(_as_decision(preview))
-            if self.host._has_hook("tool_call_policy"):
+                decisions.append(_as_decision(answer))
+            if policies:
                 answers = self.host.plugin_manager.hook.tool_call_policy(
                     call=call, action=action, context=context
                 )
@@ -519,7 +525,7 @@ class Executor:
             name=step.call.name,
             tool=step.tool,
             action=step.action,
-            arguments=_redacted(step.arguments),
+            arguments=_redacted(step),
             result=result,
             error=error,
             error_type=error_type,
@@ -536,6 +542,11 @@ class Executor:
         self.host._observe(event)
         return event
 
+    def _pending(self, step: _Step) -> None:
+        """Tell observers a call starts (built only when someone listens)."""
+        if self.host._has_hook("on_call_event"):
+            self.host._observe(self._event(step, "pending"))
+
 
 def _timeout(exc: BaseException, timeout: float | None) -> BaseException:
     if isinstance(exc, TimeoutError):
@@ -543,9 +554,11 @@ def _timeout(exc: BaseException, timeout: float | None) -> BaseException:
     return exc
 
 
-def _redacted(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-    redacted = redact(arguments)
-    return redacted if isinstance(redacted, Mapping) else {}
+def _redacted(step: _Step) -> Mapping[str, Any]:
+    if step.redacted is None:
+        redacted = redact(step.arguments)
+        step.redacted = redacted if isinstance(redacted, Mapping) else {}
+    return step.redacted
 
 
 def _json_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
@@ -660,7 +673,7 @@ class Resumer:
             assert failed.final is not None
             return executor._emit(failed.final)
         step.run_arguments = {**step.arguments, **action.fixed}
-        executor._emit(executor._event(step, "pending"))
+        executor._pending(step)
         try:
             value = executor._invoke(step)
             if hasattr(value, "__await__"):

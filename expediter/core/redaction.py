@@ -32,7 +32,7 @@ _SCALARS = (str, int, float, bool, type(None))
 
 def redact(value: Any) -> Any:
     """Arguments as recorded: values under secret-looking names (api_key, token...) hidden."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         if type(value) is dict and not any(
             (type(key) is str and _is_secret(key)) or type(item) not in _SCALARS
             for key, item in value.items()

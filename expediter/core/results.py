@@ -14,6 +14,7 @@ from expediter.hookspecs.tool import ToolError, ToolResult
 
 __all__ = ["Outcome", "model_copy", "outcome_from_exception", "outcome_from_value", "sanitize"]
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 # NUL and the other control characters (tab, newline and carriage return are kept).
 _CONTROL = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127])
 
@@ -32,7 +33,14 @@ def sanitize(value: Any) -> Any:
 def model_copy(value: Any, limit: int) -> str:
     """The text the model reads: JSON (never repr), cut to ``limit`` characters keeping its head
     and tail around a marker that says how much was left out."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        text = value
+    elif type(value) is int:
+        return str(value)
+    elif value is None or type(value) is bool:
+        return "null" if value is None else ("true" if value else "false")
+    else:
+        text = _ENCODER.encode(value)
     if len(text) <= limit:
         return text
     marker = f"\n[... {len(text) - limit} characters omitted ...]\n"

@@ -74,7 +74,9 @@ def field(data: Mapping[str, Any], *names: str) -> Any:
 
 def as_list(value: Any) -> list[Any]:
     """A list from a JSON value that may be missing or null."""
-    return list(value) if isinstance(value, list | tuple) else []
+    if type(value) is list:
+        return value
+    return list(value) if isinstance(value, tuple) else []
 
 
 def synthetic_id(seed: Any, index: int) -> str:
@@ -92,7 +94,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """Return ``(arguments, None)``, or ``({}, what was wrong)`` for malformed arguments."""
     if raw is None:
         return {}, None
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or isinstance(raw, Mapping):
         return dict(raw), None
     if isinstance(raw, bytes | bytearray):
         raw = raw.decode("utf-8", errors="replace")

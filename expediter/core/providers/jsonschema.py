@@ -251,6 +251,8 @@ def strip_optional_nulls(
     Strict mode makes every parameter required and optional ones nullable; the model then sends
     ``null`` for what it means to leave out. Records (nested objects) are cleaned the same way.
     """
+    if not any(value is None or type(value) in (dict, list) for value in arguments.values()):
+        return arguments  # nothing null and nothing nested: nothing to strip
     root = schema if root is None else root
     node = _resolve(dict(schema), root)
     properties = node.get("properties")

@@ -22,11 +22,11 @@ __all__ = ["Mistral", "Ollama", "OpenAIChat", "OpenAIResponses"]
 def _message(response: Mapping[str, Any]) -> Mapping[str, Any]:
     """The assistant message of a completion (the first choice), or the message itself."""
     choices = as_list(response.get("choices"))
-    if choices and isinstance(choices[0], Mapping):
+    if choices and isinstance(choices[0], dict):
         message = choices[0].get("message") or {}
-        return message if isinstance(message, Mapping) else {}
+        return message if isinstance(message, dict) else {}
     message = response.get("message")
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         return message
     return response
 
@@ -49,7 +49,7 @@ class OpenAIChat(Provider):
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         calls = []
         for index, item in enumerate(as_list(_message(response).get("tool_calls"))):
-            if not isinstance(item, Mapping):
+            if not isinstance(item, dict):
                 continue
             function = item.get("function") or {}
             call_id = item.get("id") or synthetic_id(item, index)
