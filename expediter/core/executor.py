@@ -175,7 +175,7 @@ class Executor:
             key=self._key(call, message_id, run_id),
             tool=call.tool,
             action=call.action,
-            arguments=dict(call.arguments),
+            arguments=call.arguments,  # type: ignore[arg-type]
             started=time.perf_counter(),
         )
         ids = {"message_id": message_id, "run_id": run_id}

@@ -45,14 +45,14 @@ class ToolCall:
     call_id: str
     #: The function name the model used (as offered in this turn's schemas).
     name: str
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_dict)
+    arguments: Mapping[str, Any] = attrs.field(factory=dict)
     instance_id: str | None = None
     tool: str | None = None
     action: str | None = None
     #: Why the call cannot run as proposed (unknown name, malformed arguments), or None.
     error: str | None = None
     #: Provider-specific data to send back unchanged (e.g. Gemini's thought signature).
-    extras: Mapping[str, Any] = attrs.field(factory=dict, converter=_dict)
+    extras: Mapping[str, Any] = attrs.field(factory=dict)
 
     @property
     def resolved(self) -> bool:

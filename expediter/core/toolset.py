@@ -30,6 +30,7 @@ from expediter.errors import ArgumentError, UnknownProvider
 from expediter.hookspecs.tool import Action, CallContext
 
 if TYPE_CHECKING:
+    from expediter.core.executor import Executor
     from expediter.core.host import Host
 
 __all__ = ["CLIENT_TOOL", "OfferedAction", "ToolInstance", "Toolset", "build_toolset"]
@@ -189,6 +190,7 @@ class Toolset:
         self.errors = list(errors)
         #: How often each unknown function name was called in this turn.
         self._unresolved: dict[str, int] = {}
+        self._runner: Executor | None = None
         self._composition = _compose(host, sources)
         self.name_map: NameMap = self._composition.name_map
         #: The offered actions, in offer order.
@@ -239,12 +241,10 @@ class Toolset:
         message_id: str | None = None,
         run_id: str | None = None,
     ) -> Iterator[CallEvent]:
-        """Run a turn's calls: yields ``pending`` as each starts, then its final event
-        (``completed``, ``error``, ``denied``, ``awaiting_approval``,
-        ``requires_client_execution``). Never raises for what a tool or the model did."""
-        from expediter.core.executor import Executor
-
-        return Executor(self).run(calls, message_id=message_id, run_id=run_id)
+        """Run a turn's calls: yields one event per call, in call order (``completed``,
+        ``error``, ``denied``, ``awaiting_approval``, ``requires_client_execution``).
+        Never raises for what a tool or the model did."""
+        return self._executor().run(calls, message_id=message_id, run_id=run_id)
 
     def arun(
         self,
@@ -254,9 +254,14 @@ class Toolset:
     ) -> AsyncIterator[CallEvent]:
         """Async ``run``: independent calls run concurrently, each within the host's
         ``call_timeout``; final events come in call order."""
-        from expediter.core.executor import Executor
+        return self._executor().arun(calls, message_id=message_id, run_id=run_id)
 
-        return Executor(self).arun(calls, message_id=message_id, run_id=run_id)
+    def _executor(self) -> Executor:
+        if self._runner is None:
+            from expediter.core.executor import Executor
+
+            self._runner = Executor(self)
+        return self._runner
 
     # -- calls ----------------------------------------------------------------------------------
 
