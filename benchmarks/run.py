@@ -19,6 +19,7 @@ BENCHMARKS = {
     "help": "bench_help.py",
     "schemas": "bench_schemas.py",
     "ledger": "bench_ledger.py",
+    "turn": "bench_turn.py",
 }
 
 

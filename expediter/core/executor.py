@@ -10,22 +10,27 @@ of the result; then the ledger's ``executed``/``failed``; then the final event.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from expediter.core.conversion import NotJSON, to_json_value
 from expediter.core.model import CallEvent, EventStatus, ToolCall
 from expediter.core.redaction import redact
 from expediter.core.results import (
     Outcome,
+    clean_text,
     model_copy,
     outcome_from_exception,
     outcome_from_value,
 )
+from expediter.core.toolset import ToolInstance
 from expediter.errors import LedgerError
 from expediter.hookspecs.tool import Action, CallContext, Decision, ToolResult
 
@@ -45,6 +50,10 @@ NAMES_LISTED = 30
 REPEATS_BEFORE_DIRECTIVE = 3
 _CLIENT_SIDE = "client_side"
 _ALLOW = Decision()
+# Run ids: a per-process prefix (start time, then random) and a counter, so they are unique
+# across processes and ledger keys arrive in order (the primary-key index grows at its end).
+_RUN_PREFIX = f"{time.time_ns():016x}{os.urandom(4).hex()}"
+_RUN_COUNTER = itertools.count()
 
 
 def combine_decisions(decisions: Iterable[Decision | None]) -> Decision:
@@ -102,7 +111,7 @@ class Executor:
 
     def _run_id(self, message_id: str | None, run_id: str | None) -> tuple[str, str | None]:
         if run_id is None:
-            run_id = f"{time.time_ns():016x}{os.urandom(8).hex()}"
+            run_id = f"{_RUN_PREFIX}{next(_RUN_COUNTER):08x}"
         return run_id, message_id
 
     def run(
@@ -147,6 +156,12 @@ class Executor:
                     continue
                 try:
                     value = await tasks[index]
+                except asyncio.CancelledError as exc:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # the turn itself is being cancelled
+                    # The tool raised CancelledError itself (e.g. it awaited a cancelled future).
+                    event = self.finish(step, exc=exc)
                 except Exception as exc:
                     event = self.finish(step, exc=_timeout(exc, self.host.call_timeout))
                 else:
@@ -313,20 +328,26 @@ class Executor:
         )
 
     async def _ainvoke(self, step: _Step) -> Any:
-        """Run the tool: sync tools in a thread, async ones on this loop, within the deadline."""
+        """Run the tool: sync tools in a thread, async ones on this loop, within the deadline.
+        A call that times out or is cancelled has its context's ``cancel_event`` set, so a
+        thread still running can see ``context.is_cancelled()`` and stop."""
         timeout = self.host.call_timeout
         assert step.loaded is not None
-        if step.loaded.is_async(step.action or ""):
-            value = self._invoke(step)
-        else:
-            value = await asyncio.wait_for(asyncio.to_thread(self._invoke, step), timeout)
-        if hasattr(value, "__await__"):
-            try:
+        assert step.context is not None
+        cancel = step.context.cancel_event
+        if cancel is None:
+            cancel = threading.Event()
+            step.context = attrs.evolve(step.context, cancel_event=cancel)
+        try:
+            if step.loaded.is_async(step.action or ""):
+                value = self._invoke(step)
+            else:
+                value = await asyncio.wait_for(asyncio.to_thread(self._invoke, step), timeout)
+            if hasattr(value, "__await__"):
                 value = await asyncio.wait_for(value, timeout)
-            except (TimeoutError, asyncio.CancelledError):
-                if step.context is not None and step.context.cancel_event is not None:
-                    step.context.cancel_event.set()
-                raise
+        except BaseException:
+            cancel.set()
+            raise
         return value
 
     # -- endings ------------------------------------------------------------------------------
@@ -347,7 +368,7 @@ class Executor:
                     step.attempt,
                     ok=outcome.ok,
                     result=outcome.value,
-                    error=outcome.error,
+                    error=event.error,
                     duration_ms=event.duration_ms,
                 )
             except Exception as problem:
@@ -399,6 +420,9 @@ class Executor:
                 "headless": self.toolset.headless,
                 **ids,
             }
+            config = self.toolset.configs.get(call.instance_id or "")
+            if config is not None:
+                request.update(_kept_config(config))
         return self.host.ledger.begin(
             key=step.key,
             call_id=call.call_id,
@@ -527,14 +551,14 @@ class Executor:
             action=step.action,
             arguments=_redacted(step),
             result=result,
-            error=error,
+            error=None if error is None else clean_text(error),
             error_type=error_type,
             duration_ms=(
                 int((time.perf_counter() - step.started) * 1_000_000) / 1000 if final else None
             ),
             instance_id=step.call.instance_id,
             user_id=self.toolset.user_id,
-            reason=reason,
+            reason=None if reason is None else clean_text(reason),
             content=content,
         )
 
@@ -559,6 +583,18 @@ def _redacted(step: _Step) -> Mapping[str, Any]:
         redacted = redact(step.arguments)
         step.redacted = redacted if isinstance(redacted, Mapping) else {}
     return step.redacted
+
+
+def _kept_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a paused call keeps of its instance's configuration: all of it, unless it holds
+    secrets (never written to the ledger) or is not JSON; then only that it was withheld."""
+    try:
+        data = to_json_value(dict(config))
+    except NotJSON:
+        return {"config_withheld": True}
+    if redact(data) != data:
+        return {"config_withheld": True}
+    return {"config": data}
 
 
 def _json_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
@@ -609,8 +645,42 @@ class Resumer:
         )
         return executor, step
 
+    def _load(
+        self, row: Any, step: _Step, instances: Iterable[ToolInstance | Mapping[str, Any]]
+    ) -> LoadedTool | None:
+        """The call's tool instance, configured as when the call was made; None when its
+        configuration was withheld from the ledger and neither ``instances`` nor this
+        process has it."""
+        registry = self.host.registry
+        tool, instance_id = step.tool or "", step.call.instance_id
+        for value in instances:
+            instance = ToolInstance.coerce(value)
+            if (instance.instance_id or instance.tool) != instance_id:
+                continue
+            if instance.tool != tool:
+                raise LedgerError(
+                    f"instance {instance_id!r} is a {instance.tool!r} tool, but call "
+                    f"{row.key!r} was made to {tool!r}"
+                )
+            return registry.load(tool, row.user_id, instance_id=instance_id, config=instance.config)
+        request = row.request
+        if request.get("config") is not None:
+            return registry.load(
+                tool, row.user_id, instance_id=instance_id, config=request["config"]
+            )
+        if request.get("config_withheld") and not registry.is_loaded(
+            tool, row.user_id, instance_id=instance_id
+        ):
+            return None
+        return registry.load(tool, row.user_id, instance_id=instance_id)
+
     def resume(
-        self, key: str, approved: bool, approver: str | None, reason: str | None
+        self,
+        key: str,
+        approved: bool,
+        approver: str | None,
+        reason: str | None,
+        instances: Iterable[ToolInstance | Mapping[str, Any]] = (),
     ) -> CallEvent:
         """Approve (run it now, here) or deny a call waiting for approval."""
         row = self._row(key)
@@ -621,26 +691,33 @@ class Resumer:
         executor, step = self._setup(row)
         request = row.request
         ids = {"message_id": request.get("message_id"), "run_id": request.get("run_id")}
-        loaded = self.host.registry.load(
-            step.tool or "", row.user_id, instance_id=step.call.instance_id
-        )
-        step.loaded = loaded
-        step.context = executor._context(
-            step, loaded, ids["message_id"], ids["run_id"] or "", bool(request.get("headless"))
-        )
-        action = executor._action(loaded, step.call, step)
+        loaded = self._load(row, step, instances)
+        if loaded is None and approved:
+            raise LedgerError(
+                f"call {key!r} runs on tool instance {step.call.instance_id!r}, whose "
+                "configuration holds secrets and was not recorded: resume it with "
+                f"instances=[ToolInstance(tool={step.tool!r}, "
+                f"instance_id={step.call.instance_id!r}, config=...)]"
+            )
+        action = None
         denial = None
-        if action is None:
-            denial = f"tool {step.tool!r} no longer offers {step.action!r}"
-        else:
-            live = executor.decide(loaded, action, step.call, step.context)
-            if live.deny:
-                denial = live.reason or "a policy denies the call now"
+        if loaded is not None:
+            step.loaded = loaded
+            step.context = executor._context(
+                step, loaded, ids["message_id"], ids["run_id"] or "", bool(request.get("headless"))
+            )
+            action = executor._action(loaded, step.call, step)
+            if action is None:
+                denial = f"tool {step.tool!r} no longer offers {step.action!r}"
+            else:
+                live = executor.decide(loaded, action, step.call, step.context)
+                if live.deny:
+                    denial = live.reason or "a policy denies the call now"
         if not approved or denial is not None:
             why = denial or reason or "no reason given"
             who = approver or "the approver"
             message = why if denial is not None else f"denied by {who}: {why}"
-            self.host.ledger.decide(
+            decided = self.host.ledger.decide(
                 key,
                 row.user_id,
                 expected="awaiting_approval",
@@ -649,8 +726,10 @@ class Resumer:
                 decided_by=approver,
                 reason=message,
             )
+            if decided is None:
+                raise LedgerError(f"call {key!r} was decided by someone else first")
             return executor._emit(
-                executor._event(step, "denied", error=message, error_type="Denied")
+                executor._event(step, "denied", error=message, error_type="Denied", reason=message)
             )
         attempt = self.host.ledger.decide(
             key,
@@ -664,6 +743,7 @@ class Resumer:
         if attempt is None:
             raise LedgerError(f"call {key!r} was decided by someone else first")
         step.attempt = attempt
+        assert loaded is not None
         assert action is not None
         undeclared = loaded.undeclared(action, step.arguments)
         if undeclared:

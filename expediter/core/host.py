@@ -374,12 +374,19 @@ class Host:
         approved: bool,
         approver: str | None = None,
         reason: str | None = None,
+        *,
+        instances: Iterable[ToolInstance | Mapping[str, Any]] = (),
     ) -> CallEvent:
         """Approve (and run, here and now) or deny a call waiting for approval, from any
-        process; the live decision is asked again, and a denial it gives wins."""
+        process; the live decision is asked again, and a denial it gives wins.
+
+        A configured instance is rebuilt from the configuration recorded with the call;
+        when that configuration held secrets (never recorded) pass the instance again in
+        ``instances``, as given to ``toolset()``.
+        """
         from expediter.core.executor import Resumer
 
-        return Resumer(self).resume(key, approved, approver, reason)
+        return Resumer(self).resume(key, approved, approver, reason, instances)
 
     def submit_client_result(self, key: str, result: Any) -> CallEvent:
         """Record the result of a client-side call (``requires_client_execution``)."""
@@ -592,7 +599,7 @@ class Host:
             name=call.action,
             tool=call.tool,
             action=call.action,
-            arguments=arguments if _is_mapping(arguments) else {},
+            arguments=dict(arguments) if arguments is not None and _is_mapping(arguments) else {},
             result=outcome.value,
             error=outcome.error,
             error_type=outcome.error_type,

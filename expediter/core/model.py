@@ -104,7 +104,7 @@ class CallEvent:
     name: str
     tool: str | None
     action: str | None
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_dict)
+    arguments: Mapping[str, Any] = attrs.field(factory=dict)
     #: The full result value (JSON data); ``to_dict`` carries the display copy.
     result: Any = None
     error: str | None = None

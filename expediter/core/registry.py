@@ -108,7 +108,7 @@ class LoadedTool:
         self.relay = relay
         self.instance_id = instance_id
         self.user_id = user_id
-        self.call = relay.hook.execute_action
+        self.call = _direct(relay) or relay.hook.execute_action
         self._actions: dict[str, Action] | None = None
         self._accepted: dict[str, frozenset[str] | None] = {}
         self._hooks: dict[str, bool] = {}
@@ -163,6 +163,18 @@ class LoadedTool:
             found = self.relay.hook.get_actions_metadata(context=context) or []
             self._actions = {item.name: item for item in coerce_actions(found, self.type.name)}
         return self._actions
+
+
+def _direct(relay: pluggy.PluginManager) -> Callable[..., Any] | None:
+    """The tool's own ``execute_action`` when nothing wraps it: calling it directly is what
+    pluggy would do with one implementation and no wrappers, minus the dispatch."""
+    impls = relay.hook.execute_action.get_hookimpls()
+    if len(impls) != 1 or impls[0].wrapper or impls[0].hookwrapper:
+        return None
+    function, names = impls[0].function, tuple(impls[0].argnames)
+    if names == ("action", "arguments", "context"):
+        return function
+    return lambda **kwargs: function(*[kwargs[name] for name in names])
 
 
 def coerce_actions(found: object, tool: str) -> list[Action]:
@@ -229,6 +241,13 @@ class Registry:
                 )
                 self._loaded[key] = loaded
         return loaded
+
+    def is_loaded(
+        self, name: str, user_id: str | None = None, *, instance_id: str | None = None
+    ) -> bool:
+        """Whether ``load`` would return an instance already made (with its configuration)."""
+        tool_type = self.type(name)
+        return (instance_id or name, user_id if tool_type.user_scoped else None) in self._loaded
 
     def get(self, instance_id: str, user_id: str | None = None) -> LoadedTool:
         """Return an already loaded instance (O(1)), or raise ToolNotFound."""

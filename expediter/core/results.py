@@ -12,7 +12,14 @@ from expediter.core.conversion import NotJSON, to_json_value
 from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
-__all__ = ["Outcome", "model_copy", "outcome_from_exception", "outcome_from_value", "sanitize"]
+__all__ = [
+    "Outcome",
+    "clean_text",
+    "model_copy",
+    "outcome_from_exception",
+    "outcome_from_value",
+    "sanitize",
+]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 # NUL and the other control characters (tab, newline and carriage return are kept).
@@ -28,6 +35,11 @@ def sanitize(value: Any) -> Any:
     if isinstance(value, dict):
         return {sanitize(key): sanitize(item) for key, item in value.items()}
     return value
+
+
+def clean_text(text: str) -> str:
+    """An error message without NUL or control characters (tab and newlines kept)."""
+    return text if text.isprintable() else text.translate(_CONTROL)
 
 
 def model_copy(value: Any, limit: int) -> str:
@@ -77,10 +89,10 @@ def _json_or_error(value: Any) -> tuple[Any, str | None]:
 def _in_band_error(value: Mapping[str, Any]) -> str | None:
     if value.get("status") == "error":
         detail = value.get("error") or value.get("message") or "the tool reported an error"
-        return str(detail)
+        return clean_text(str(detail))
     error = value.get("error")
     if error:
-        return error if isinstance(error, str) else json.dumps(to_json_value(error))
+        return clean_text(error if isinstance(error, str) else json.dumps(to_json_value(error)))
     return None
 
 
@@ -101,7 +113,7 @@ def outcome_from_value(value: Any) -> Outcome:
             message = value.error or (
                 data if isinstance(data, str) else "the tool reported an error"
             )
-            return Outcome("error", value=data, error=message, error_type="ToolError")
+            return Outcome("error", value=data, error=clean_text(message), error_type="ToolError")
         return Outcome("ok", value=data)
     data, problem = _json_or_error(value)
     if problem is not None:
@@ -116,12 +128,12 @@ def outcome_from_value(value: Any) -> Outcome:
 def outcome_from_exception(exc: BaseException) -> Outcome:
     """Normalize an exception: expected errors keep their message, others name their type."""
     if isinstance(exc, ArgumentError):
-        return Outcome("error", error=exc.message, error_type="ArgumentError")
+        return Outcome("error", error=clean_text(exc.message), error_type="ArgumentError")
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
-        return Outcome("error", error=str(exc), error_type=type(exc).__name__)
+        return Outcome("error", error=clean_text(str(exc)), error_type=type(exc).__name__)
     if isinstance(exc, ToolError):
         data, _ = _json_or_error(exc.data)
-        return Outcome("error", value=data, error=exc.message, error_type="ToolError")
+        return Outcome("error", value=data, error=clean_text(exc.message), error_type="ToolError")
     message = str(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    return Outcome("error", error=text, error_type=type(exc).__name__, crashed=True)
+    return Outcome("error", error=clean_text(text), error_type=type(exc).__name__, crashed=True)

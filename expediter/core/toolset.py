@@ -181,8 +181,11 @@ class Toolset:
         headless: bool = False,
         allowlist: Iterable[str] = (),
         errors: Sequence[str] = (),
+        configs: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.host = host
+        #: The configuration of each configured instance, by instance id.
+        self.configs: dict[str, Mapping[str, Any]] = dict(configs or {})
         self.user_id = user_id
         self.headless = headless
         self.allowlist = frozenset(allowlist)
@@ -338,6 +341,7 @@ def build_toolset(
         source.instance_id: source for source in _installed_sources(host)
     }
     errors: list[str] = []
+    configs: dict[str, Mapping[str, Any]] = {}
     for info in (host.tool_info(name) for name in internal):
         actions = tuple(action for action in info.actions if action.active)
         sources[info.name] = _Source(info.name, info.name, info.name, actions)
@@ -357,6 +361,8 @@ def build_toolset(
             continue
         display = instance.name or instance_id
         sources[instance_id] = _Source(instance_id, display, instance.tool, actions)
+        if instance.config is not None:
+            configs[instance_id] = instance.config
     for definition in client_tools:
         action = _client_action(definition)
         instance_id = f"{CLIENT_TOOL}:{action.name}"
@@ -368,4 +374,5 @@ def build_toolset(
         headless=headless,
         allowlist=allowlist,
         errors=errors,
+        configs=configs,
     )

@@ -166,8 +166,10 @@ class CallContext:
         return max(0.0, self.deadline - time.time())
 
     def is_cancelled(self) -> bool:
-        """Whether the host has asked this call to stop."""
-        return self.cancel_event is not None and self.cancel_event.is_set()
+        """Whether the call should stop: the host cancelled it, or its deadline has passed."""
+        if self.cancel_event is not None and self.cancel_event.is_set():
+            return True
+        return self.deadline is not None and time.time() >= self.deadline
 
 
 @attrs.frozen

@@ -69,6 +69,20 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float], ..
             ("pg4_ledger", "pg4_pgbench", 1 / 0.3),
         ),
     ),
+    "bench_turn.py": (
+        "turn",
+        (
+            "turn_no_ledger",
+            "turn_sqlite",
+            "turn_postgres",
+            "parse",
+            "run",
+            "pluggy",
+            "llm",
+            "langchain",
+        ),
+        (("turn_no_ledger", "llm", 1.0), ("turn_sqlite", "langchain", 0.5)),
+    ),
 }
 STATUSES = {"PASS", "FAIL", "INFO", "SKIP"}
 

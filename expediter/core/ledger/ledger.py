@@ -67,18 +67,26 @@ def _json(value: Any) -> str | None:
     return _ENCODER.encode(value)
 
 
+def _text(value: str | None) -> str | None:
+    """Text for a column: PostgreSQL refuses NUL in text, so it never reaches the database."""
+    return value.replace("\x00", "") if value and "\x00" in value else value
+
+
 def _capped(value: Any) -> str | None:
-    text = _json(value)
-    if text is None or len(text) <= RESULT_LIMIT:
-        return text
-    keep = RESULT_LIMIT - 64
+    encoded = _json(value)
+    if encoded is None or len(encoded) <= RESULT_LIMIT:
+        return encoded
+    # Too long: keep the beginning of a string itself (not of its JSON encoding), or of the
+    # JSON text of anything else, and say how much was dropped. Quotes, backslashes and
+    # control characters grow when escaped, so shrink until the encoded copy fits.
+    text = value if isinstance(value, str) else encoded
+    keep = min(len(text), RESULT_LIMIT - 64)
     while True:
-        # Stored as a JSON string: quotes and backslashes grow when escaped, so cut until it fits.
         marker = f" ... [{len(text) - keep} more characters not recorded]"
         capped = json.dumps(text[:keep] + marker, ensure_ascii=False)
         if len(capped) <= RESULT_LIMIT:
             return capped
-        keep -= len(capped) - RESULT_LIMIT
+        keep = min(keep - 1, keep * (RESULT_LIMIT - 100) // len(capped))
 
 
 @attrs.define
@@ -258,7 +266,10 @@ class Ledger:
     def _write(self, operation: str, params: dict[str, Any]) -> Any:
         """Run a write, or keep it in the spool while the database is unreachable."""
         # A fail-closed host asks the database every time: it must not run calls blind.
-        refuse = operation == "insert" and self.fail_closed
+        # So does a decision on a paused call: only the database can say who decided first.
+        refuse = (operation == "insert" and self.fail_closed) or (
+            operation == "decide" and params.get("expected") == "awaiting_approval"
+        )
         with self._lock:
             if refuse or time.monotonic() >= self._retry_at:
                 try:
@@ -384,8 +395,10 @@ class Ledger:
         """Record a decision on a row: ``awaiting_approval``, ``denied`` or ``approved``.
 
         ``approved`` claims the row for this process (a new attempt with a lease, ready to run
-        and finish). Returns the attempt (None when the row was not in ``expected``, e.g.
-        another worker decided first, or the write went to the spool).
+        and finish). Returns the attempt, ``created=None`` when the write went to the spool
+        (the outcome is unknown), or None when the row was not in ``expected`` (e.g. another
+        worker decided first). A decision on a paused call (``expected="awaiting_approval"``)
+        is never spooled: with the database unreachable it raises LedgerError.
         """
         now = time.time()
         claim = status == "approved"
@@ -398,16 +411,23 @@ class Ledger:
             "decision": decision,
             "decided_by": decided_by,
             "now": now,
-            "error": reason if status == "denied" else None,
+            "error": _text(reason) if status == "denied" else None,
+            "decision_reason": _text(reason),
             "lease_expires_at": now + self.lease_seconds if claim else None,
             "worker_id": self.worker_id if claim else None,
             "attempt_id": attempt_id,
         }
         applied = self._write("decide", params)
-        if applied is not True:
+        if applied is _REFUSED:
+            raise LedgerError(
+                f"the ledger at {self.database.display} is unreachable: the decision on call "
+                f"{key!r} was not recorded (nothing ran); try again when it answers"
+            )
+        if applied is False or applied is _LOST:
             return None
-        attempt = Attempt(key, user_id, attempt_id or "", time.monotonic(), True, status)
-        if claim:
+        created = True if applied is True else None
+        attempt = Attempt(key, user_id, attempt_id or "", time.monotonic(), created, status)
+        if claim and created:
             self._hold(attempt)
         return attempt
 
@@ -450,7 +470,7 @@ class Ledger:
             "expected": attempt.status,
             "status": "executed" if ok else "failed",
             "result": _capped(result),
-            "error": error,
+            "error": _text(error),
             "finished_at": now,
             "duration_ms": duration_ms,
         }

@@ -45,6 +45,7 @@ class LedgerRow:
     arguments: Any = None
     decision: str | None = None
     decided_by: str | None = None
+    decision_reason: str | None = None
     status: str
     result: Any = None
     error: str | None = None
@@ -91,6 +92,7 @@ class LedgerRow:
             "arguments": self.arguments,
             "result": self.result,
             "decided_by": self.decided_by,
+            "decision_reason": self.decision_reason,
             "updated_at": iso(self.updated_at),
             "lease_expires_at": iso(self.lease_expires_at),
             "worker_id": self.worker_id,

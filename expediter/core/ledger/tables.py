@@ -46,13 +46,33 @@ tool_call_attempts = sa.Table(
     sa.Column("late", sa.Boolean, nullable=False, server_default=sa.false()),
     #: What a paused call (awaiting approval or a client's result) needs to resume elsewhere.
     sa.Column("request", _JSON),
+    #: Why the decision was made (the approver's or the policy's words); added with ``request``.
+    sa.Column("decision_reason", sa.Text),
     sa.CheckConstraint(
         "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
         name="ck_tool_call_attempts_status",
     ),
-    sa.Index("ix_tool_call_attempts_lease", "status", "lease_expires_at"),
-    sa.Index("ix_tool_call_attempts_message", "message_id"),
+    # Partial indexes hold only the rows their queries look for, so most calls touch fewer
+    # indexes: the sweeper's running rows (those with a lease), calls in a conversation, and
+    # calls waiting for a decision.
+    sa.Index(
+        "ix_tool_call_attempts_lease",
+        "lease_expires_at",
+        sqlite_where=sa.text("lease_expires_at IS NOT NULL"),
+        postgresql_where=sa.text("lease_expires_at IS NOT NULL"),
+    ),
+    sa.Index(
+        "ix_tool_call_attempts_message",
+        "message_id",
+        sqlite_where=sa.text("message_id IS NOT NULL"),
+        postgresql_where=sa.text("message_id IS NOT NULL"),
+    ),
     sa.Index("ix_tool_call_attempts_user", "user_id", "attempted_at"),
     sa.Index("ix_tool_call_attempts_attempted", "attempted_at"),
-    sa.Index("ix_tool_call_attempts_status_updated", "status", "updated_at"),
+    sa.Index(
+        "ix_tool_call_attempts_waiting",
+        "updated_at",
+        sqlite_where=sa.text("status = 'awaiting_approval'"),
+        postgresql_where=sa.text("status = 'awaiting_approval'"),
+    ),
 )

@@ -23,11 +23,13 @@ from typing import Any
 
 import pytest
 
+import expediter
 from expediter.core.host import Host
 from expediter.core.ledger import Ledger, LedgerRow
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.schema import upgrade
 from expediter.core.model import CallEvent
+from expediter.errors import LedgerError
 from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
 
 _databases = itertools.count()
@@ -82,13 +84,13 @@ def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
     """Hosts offering the ``probe`` tool, recording into the given database."""
     hosts: list[Host] = []
 
-    def make(url: str, **options: Any) -> Host:
+    def make(url: str, *tools: Any, **options: Any) -> Host:
         host = Host(
             database_url=url,
             home=tmp_path / "home",
             autoload=False,
             builtins=False,
-            plugins=[workers.probe],
+            plugins=[workers.probe, *tools],
             **options,
         )
         hosts.append(host)
@@ -416,3 +418,64 @@ def test_a_fail_closed_host_runs_the_first_call_after_a_database_restart(
     own_cluster.pg_ctl("restart")
     event = caller.call(fail=False)
     assert (event.status, event.error) == ("completed", None)
+
+
+#: The calls ``guarded`` ran, by ``n``.
+GUARDED: list[int] = []
+
+
+@expediter.tool(require_approval=True)
+def guarded(n: int) -> int:
+    """Run only once a human approved."""
+    GUARDED.append(n)
+    return n
+
+
+def test_a_decision_on_a_paused_call_needs_the_database_and_is_never_spooled(
+    own_cluster: PostgresCluster, outage_url: str, make_host: Callable[..., Host], tmp_path: Path
+) -> None:
+    GUARDED.clear()
+    host = make_host(outage_url, guarded)
+    toolset = host.toolset(user_id="ann")
+    calls = toolset.parse_calls(
+        "openai",
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": "guarded", "arguments": '{"n": 1}'},
+                            }
+                            for call_id in ("c1", "c2")
+                        ],
+                    }
+                }
+            ]
+        },
+    )
+    events = [e for e in toolset.run(calls, message_id="m1") if e.status != "pending"]
+    assert [e.status for e in events] == ["awaiting_approval", "awaiting_approval"]
+
+    own_cluster.pg_ctl("stop")
+    for key, approved in (("m1:c1", True), ("m1:c2", False)):
+        with pytest.raises(LedgerError, match="unreachable"):
+            host.resume(key, approved, approver="bob")
+    assert GUARDED == []
+    assert not host.ledger.spool.pending()
+    own_cluster.pg_ctl("start")
+
+    _wait(lambda: _resumed(host, "m1:c1"), 40, "an approval going through")
+    assert GUARDED == [1]
+    assert host.ledger.get("m1:c1").status == "executed"
+    assert host.ledger.get("m1:c2").status == "awaiting_approval"
+
+
+def _resumed(host: Host, key: str) -> bool:
+    try:
+        return host.resume(key, True, approver="bob").ok
+    except LedgerError:
+        return False

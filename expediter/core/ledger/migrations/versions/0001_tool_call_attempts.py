@@ -60,10 +60,21 @@ def upgrade() -> None:
             name="ck_tool_call_attempts_status",
         ),
     )
+    # Partial indexes (see tables.py): the running rows, and calls in a conversation.
     op.create_index(
-        "ix_tool_call_attempts_lease", "tool_call_attempts", ["status", "lease_expires_at"]
+        "ix_tool_call_attempts_lease",
+        "tool_call_attempts",
+        ["lease_expires_at"],
+        sqlite_where=sa.text("lease_expires_at IS NOT NULL"),
+        postgresql_where=sa.text("lease_expires_at IS NOT NULL"),
     )
-    op.create_index("ix_tool_call_attempts_message", "tool_call_attempts", ["message_id"])
+    op.create_index(
+        "ix_tool_call_attempts_message",
+        "tool_call_attempts",
+        ["message_id"],
+        sqlite_where=sa.text("message_id IS NOT NULL"),
+        postgresql_where=sa.text("message_id IS NOT NULL"),
+    )
     op.create_index("ix_tool_call_attempts_user", "tool_call_attempts", ["user_id", "attempted_at"])
     op.create_index("ix_tool_call_attempts_attempted", "tool_call_attempts", ["attempted_at"])
 

@@ -1,4 +1,4 @@
-"""Keep what a paused call needs to resume in another process.
+"""Keep what a paused call needs to resume in another process, and why a decision was made.
 
 Revision ID: 0002_call_request
 Revises: 0001_tool_call_attempts
@@ -21,12 +21,18 @@ _JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 def upgrade() -> None:
     with op.batch_alter_table("tool_call_attempts") as batch:
         batch.add_column(sa.Column("request", _JSON))
+        batch.add_column(sa.Column("decision_reason", sa.Text))
     op.create_index(
-        "ix_tool_call_attempts_status_updated", "tool_call_attempts", ["status", "updated_at"]
+        "ix_tool_call_attempts_waiting",
+        "tool_call_attempts",
+        ["updated_at"],
+        sqlite_where=sa.text("status = 'awaiting_approval'"),
+        postgresql_where=sa.text("status = 'awaiting_approval'"),
     )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_tool_call_attempts_status_updated", "tool_call_attempts")
+    op.drop_index("ix_tool_call_attempts_waiting", "tool_call_attempts")
     with op.batch_alter_table("tool_call_attempts") as batch:
+        batch.drop_column("decision_reason")
         batch.drop_column("request")
