@@ -46,7 +46,7 @@ Case = tuple[str, Mapping[str, Any]]
 
 #: The cases whose turns run through a toolset (``Turns``), by ledger.
 TURNS = ("turn_no_ledger", "turn_sqlite", "turn_postgres")
-BASELINES = ("pluggy", "llm", "langchain")
+BASELINES = ("pluggy", "llm", "llm_turn", "langchain")
 FIGURES = {
     "turn_no_ledger": "parse_calls + run, one call, no ledger (record_calls=False)",
     "turn_sqlite": "parse_calls + run, one call, SQLite WAL ledger (default file, NORMAL)",
@@ -55,6 +55,7 @@ FIGURES = {
     "run": "toolset.run(calls) alone, consumed, one call, no ledger",
     "pluggy": "a plain firstresult pluggy hook, one plugin, same function",
     "llm": "llm Response.execute_tool_calls, one call, same function",
+    "llm_turn": "llm's OpenAI plugin reading the call from the response, then execute_tool_calls",
     "langchain": "LangChain StructuredTool.invoke, same function, no ledger",
 }
 
@@ -142,6 +143,39 @@ def langchain_case() -> Case | str:
     }
 
 
+class LlmTurn:
+    """What llm does per call in a turn: its OpenAI plugin reads each call of the message
+    (``json.loads`` of the arguments, an ``llm.ToolCall`` added to the response), then
+    ``Response.execute_tool_calls`` runs them; the same response object is reused."""
+
+    def __init__(self, response: Any, tool_call: type) -> None:
+        self.response, self.tool_call = response, tool_call
+        self.message = chat_response("add")["choices"][0]["message"]
+
+    def __call__(self) -> Any:
+        self.response._tool_calls.clear()  # the calls of the previous turn
+        for item in self.message["tool_calls"]:
+            function = item["function"]
+            self.response.add_tool_call(
+                self.tool_call(
+                    tool_call_id=item["id"],
+                    name=function["name"],
+                    arguments=json.loads(function["arguments"] or "{}"),
+                )
+            )
+        return self.response.execute_tool_calls()
+
+
+def llm_turn_case() -> Case | str:
+    """llm parsing and running one call (see ``LlmTurn``); or why not."""
+    found = llm_case()
+    if isinstance(found, str):
+        return found
+    from llm.models import ToolCall
+
+    return "turn()", {"turn": LlmTurn(found[1]["response"], ToolCall)}
+
+
 def postgres_url(cluster: Any, home: Path) -> str:
     """A fresh database in the cluster, brought to the newest schema by `expediter db upgrade`."""
     cluster.createdb(PG_DATABASE)
@@ -174,6 +208,9 @@ def budgets(report: Report) -> None:
         ("pluggy", "pluggy"),
     ):
         report.ratio(f"turn, PostgreSQL ledger vs {name}", "turn_postgres", baseline)
+    report.ratio(
+        "turn, no ledger vs llm parsing and running the call", "turn_no_ledger", "llm_turn"
+    )
     report.ratio("turn, SQLite ledger vs no ledger", "turn_sqlite", "turn_no_ledger")
     report.ratio("turn, SQLite ledger vs llm", "turn_sqlite", "llm")
     report.ratio("turn, no ledger vs LangChain", "turn_no_ledger", "langchain")
@@ -217,7 +254,11 @@ def main() -> int:
         cases: dict[str, Case] = {name: turn.case() for name, turn in turns.items()}
         cases |= split_cases(toolsets["turn_no_ledger"])
         cases["pluggy"] = pluggy_case(CallContext(tool="add", instance_id="add"))
-        for name, found in (("llm", llm_case()), ("langchain", langchain_case())):
+        for name, found in (
+            ("llm", llm_case()),
+            ("llm_turn", llm_turn_case()),
+            ("langchain", langchain_case()),
+        ):
             if isinstance(found, str):
                 skipped[name] = found
                 if not args.quick:

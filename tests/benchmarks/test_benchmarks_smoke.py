@@ -79,6 +79,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float], ..
             "run",
             "pluggy",
             "llm",
+            "llm_turn",
             "langchain",
         ),
         (("turn_no_ledger", "llm", 1.0), ("turn_sqlite", "langchain", 0.5)),

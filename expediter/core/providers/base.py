@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 _ALPHABET = string.ascii_letters + string.digits
+_DECODE = json.JSONDecoder().decode
 
 
 class ToolSpec(NamedTuple):
@@ -101,11 +102,10 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(raw, str):
         kind = "array" if isinstance(raw, list | tuple) else type(raw).__name__
         return {}, f"the arguments must be a JSON object, not {kind}"
-    text = raw.strip()
-    if not text:
+    if not raw or raw.isspace():
         return {}, None
     try:
-        value = json.loads(text)
+        value = _DECODE(raw)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return {}, (
