@@ -79,8 +79,10 @@ FLOOR_COLUMNS = (
     "lease_expires_at",
     "worker_id",
     "attempt_id",
+    "request",
+    "decision_reason",
 )
-_JSONB = {"arguments", "result"}
+_JSONB = {"arguments", "result", "request"}
 
 
 def _insert_sql(marker: str, jsonb: bool) -> str:
@@ -114,10 +116,11 @@ PGBENCH_SCRIPT = """\
 \\set now random(1700000000, 1800000000)
 INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, user_id, owner_id, \
 instance_id, tool, action, arguments, decision, decided_by, status, result, error, \
-attempted_at, updated_at, finished_at, duration_ms, lease_expires_at, worker_id, attempt_id) \
-VALUES ('pgbench:' || :k, 'call_' || :k, 'add', NULL, 'pgbench', 'alice', NULL, 'add', 'add', \
-'add', '{"a": 1, "b": 2}', NULL, NULL, 'proposed', NULL, NULL, :now, :now, NULL, NULL, \
-:now + 60, 'pgbench', '0123456789abcdef') ON CONFLICT (key) DO NOTHING;
+attempted_at, updated_at, finished_at, duration_ms, lease_expires_at, worker_id, attempt_id, \
+request, decision_reason) VALUES ('pgbench:' || :k, 'call_' || :k, 'add', NULL, 'pgbench', \
+'alice', NULL, 'add', 'add', 'add', '{"a": 1, "b": 2}', NULL, NULL, 'proposed', NULL, NULL, \
+:now, :now, NULL, NULL, \
+:now + 60, 'pgbench', '0123456789abcdef', NULL, NULL) ON CONFLICT (key) DO NOTHING;
 UPDATE tool_call_attempts SET status = 'executed', result = '3', error = NULL, \
 updated_at = :now, finished_at = :now, duration_ms = 0.01, lease_expires_at = NULL, \
 late = false WHERE key = 'pgbench:' || :k AND status = 'proposed' \
@@ -177,6 +180,8 @@ def floor_calls(cursor: Any, insert: str, update: str, prefix: str) -> Calls:
             now + LEASE,
             WORKER,
             ATTEMPT,
+            None,
+            None,
         )
         if execute(insert, row).rowcount != 1:
             raise RuntimeError(f"the floor's INSERT of {key} created no row")
