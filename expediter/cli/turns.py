@@ -34,17 +34,21 @@ def read_response(path: str) -> dict[str, Any]:
     return data
 
 
-@click.command()
-@click.option(
+_provider_option = click.option(
     "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="Who wrote the response."
 )
-@click.option(
+_response_option = click.option(
     "--response",
     "response_path",
     required=True,
     metavar="FILE",
     help="The saved response as JSON ('-' reads standard input).",
 )
+
+
+@click.command()
+@_provider_option
+@_response_option
 @click.option("--user", "user_id", default=None, help="Resolve names against this user's tools.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
@@ -101,16 +105,8 @@ def _print_events(events: list[Any], as_json: bool) -> None:
 
 
 @click.command()
-@click.option(
-    "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="Who wrote the response."
-)
-@click.option(
-    "--response",
-    "response_path",
-    required=True,
-    metavar="FILE",
-    help="The saved response as JSON ('-' reads standard input).",
-)
+@_provider_option
+@_response_option
 @click.option("--user", "user_id", default=None, help="Run on behalf of this user id.")
 @click.option("--message-id", default=None, help="The assistant message's id (keys the ledger).")
 @click.option("--run-id", default=None, help="The run's id, for calls outside a conversation.")

@@ -674,6 +674,21 @@ class Resumer:
             return None
         return registry.load(tool, row.user_id, instance_id=instance_id)
 
+    def _decide(self, row: Any, status: str, approver: str | None, reason: str | None) -> Attempt:
+        """Record a human's decision; raise LedgerError when another worker decided first."""
+        attempt = self.host.ledger.decide(
+            row.key,
+            row.user_id,
+            expected="awaiting_approval",
+            status=status,
+            decision=status,
+            decided_by=approver,
+            reason=reason,
+        )
+        if attempt is None:
+            raise LedgerError(f"call {row.key!r} was decided by someone else first")
+        return attempt
+
     def resume(
         self,
         key: str,
@@ -717,32 +732,11 @@ class Resumer:
             why = denial or reason or "no reason given"
             who = approver or "the approver"
             message = why if denial is not None else f"denied by {who}: {why}"
-            decided = self.host.ledger.decide(
-                key,
-                row.user_id,
-                expected="awaiting_approval",
-                status="denied",
-                decision="denied",
-                decided_by=approver,
-                reason=message,
-            )
-            if decided is None:
-                raise LedgerError(f"call {key!r} was decided by someone else first")
+            self._decide(row, "denied", approver, message)
             return executor._emit(
                 executor._event(step, "denied", error=message, error_type="Denied", reason=message)
             )
-        attempt = self.host.ledger.decide(
-            key,
-            row.user_id,
-            expected="awaiting_approval",
-            status="approved",
-            decision="approved",
-            decided_by=approver,
-            reason=reason,
-        )
-        if attempt is None:
-            raise LedgerError(f"call {key!r} was decided by someone else first")
-        step.attempt = attempt
+        step.attempt = self._decide(row, "approved", approver, reason)
         assert loaded is not None
         assert action is not None
         undeclared = loaded.undeclared(action, step.arguments)
