@@ -137,9 +137,9 @@ def run(
 ) -> None:
     """Run the tool calls of a saved model response through the host.
 
-    Prints the events (pending, then completed, error, denied, awaiting_approval or
-    requires_client_execution for each call); with --messages, the messages that give the
-    results back to the model instead.
+    Prints one event per call (completed, error, denied, awaiting_approval or
+    requires_client_execution); with --messages, the messages that give the results back to
+    the model instead.
     """
     response = read_response(response_path)
     toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
