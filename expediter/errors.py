@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from expediter.hookspecs.tool import ToolError
 
 __all__ = [
@@ -41,6 +43,14 @@ class ArgumentError(ExpediterError, ToolError):
     def __init__(self, message: str, *, parameter: str | None = None) -> None:
         ToolError.__init__(self, message)
         self.parameter = parameter
+
+    @classmethod
+    def unknown(cls, owner: str, names: Sequence[str], expected: Iterable[str]) -> ArgumentError:
+        """Arguments ``owner`` does not declare, named with the ones it expects."""
+        listed = ", ".join(expected) or "none"
+        noun = "argument" if len(names) == 1 else "arguments"
+        quoted = ", ".join(repr(name) for name in names)
+        return cls(f"{owner}: unknown {noun} {quoted} (expected: {listed})", parameter=names[0])
 
 
 class SchemaError(ExpediterError, TypeError):

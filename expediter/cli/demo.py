@@ -12,7 +12,7 @@ import click
 
 from expediter.cli import CliState, pass_state
 from expediter.cli.call import exit_code
-from expediter.cli.output import echo_table, shorten
+from expediter.cli.output import echo_table, event_text, shorten
 
 __all__ = ["demo"]
 
@@ -115,12 +115,7 @@ def _event_rows(events: list[Any]) -> list[list[str]]:
         [
             event.status,
             event.name,
-            shorten(
-                event.reason
-                or event.error
-                or ("" if event.result is None else json.dumps(event.result)),
-                64,
-            ),
+            event_text(event, 64),
         ]
         for event in events
     ]

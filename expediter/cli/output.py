@@ -23,6 +23,12 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+def event_text(event: Any, width: int) -> str:
+    """One line for an event's table row: its error or reason, else its result as JSON."""
+    text = event.error or event.reason
+    return shorten(text or ("" if event.result is None else json.dumps(event.result)), width)
+
+
 def echo_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Print rows under headers, columns padded to their widest cell."""
     cells = [[str(cell) if cell is not None else "" for cell in row] for row in rows]

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from expediter.cli import CliState, pass_state
-from expediter.cli.output import echo_json, echo_table, shorten
+from expediter.cli.output import echo_json, echo_table, event_text, shorten
 from expediter.cli.tools import PROVIDER_NAMES
 
 __all__ = ["approvals", "approve", "deny", "parse", "read_response", "run"]
@@ -92,12 +92,7 @@ def _print_events(events: list[Any], as_json: bool) -> None:
                 event.tool or "-",
                 event.action or "-",
                 "" if event.duration_ms is None else f"{event.duration_ms:.1f}",
-                shorten(
-                    event.error
-                    or event.reason
-                    or ("" if event.result is None else json.dumps(event.result)),
-                    60,
-                ),
+                event_text(event, 60),
             ]
             for event in events
         ],

@@ -81,13 +81,7 @@ class ArgumentBinder:
             except Exception as exc:
                 problems.extend(_problems(name, exc))
         if extra and not self.allow_extra:
-            expected = ", ".join(hooks) or "none"
-            names = ", ".join(repr(name) for name in extra)
-            noun = "argument" if len(extra) == 1 else "arguments"
-            raise ArgumentError(
-                f"{self.qualname}: unknown {noun} {names} (expected: {expected})",
-                parameter=next(iter(extra)),
-            )
+            raise ArgumentError.unknown(self.qualname, list(extra), hooks)
         for name in self._required:
             if name not in arguments:
                 problems.append((name, "missing (it is required)"))

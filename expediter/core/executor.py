@@ -10,9 +10,8 @@ of the result; then the ledger's ``executed``/``failed``; then the final event.
 from __future__ import annotations
 
 import asyncio
-import itertools
+import base64
 import logging
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -21,17 +20,16 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from expediter.core.conversion import NotJSON, to_json_value
-from expediter.core.model import CallEvent, EventStatus, ToolCall
+from expediter.core.model import CallEvent, EventStatus, ToolCall, new_run_id
 from expediter.core.redaction import redact
 from expediter.core.results import (
     Outcome,
     clean_text,
     model_copy,
-    outcome_from_exception,
-    outcome_from_value,
+    outcome_of,
 )
 from expediter.core.toolset import ToolInstance
-from expediter.errors import LedgerError
+from expediter.errors import ArgumentError, LedgerError
 from expediter.hookspecs.tool import Action, CallContext, Decision, ToolResult
 
 if TYPE_CHECKING:
@@ -50,10 +48,6 @@ NAMES_LISTED = 30
 REPEATS_BEFORE_DIRECTIVE = 3
 _CLIENT_SIDE = "client_side"
 _ALLOW = Decision()
-# Run ids: a per-process prefix (start time, then random) and a counter, so they are unique
-# across processes and ledger keys arrive in order (the primary-key index grows at its end).
-_RUN_PREFIX = f"{time.time_ns():016x}{os.urandom(4).hex()}"
-_RUN_COUNTER = itertools.count()
 
 
 def combine_decisions(decisions: Iterable[Decision | None]) -> Decision:
@@ -109,38 +103,25 @@ class Executor:
 
     # -- the turn -----------------------------------------------------------------------------
 
-    def _run_id(self, message_id: str | None, run_id: str | None) -> tuple[str, str | None]:
-        if run_id is None:
-            run_id = f"{_RUN_PREFIX}{next(_RUN_COUNTER):08x}"
-        return run_id, message_id
-
     def run(
         self, calls: Iterable[ToolCall], message_id: str | None = None, run_id: str | None = None
     ) -> Iterator[CallEvent]:
         """Run the calls one after another; yield each call's event (one per call, in order).
         Observers (``on_call_event``) also see a ``pending`` event as each call starts."""
-        run_id, message_id = self._run_id(message_id, run_id)
+        run_id = run_id or new_run_id()
         for call in calls:
             step = self.start(call, message_id=message_id, run_id=run_id)
             if step.final is not None:
                 yield self._emit(step.final)
                 continue
-            self._pending(step)
-            try:
-                value = self._invoke(step)
-                if hasattr(value, "__await__"):
-                    value = self.host._background_loop().run(value, self.host.call_timeout)
-            except Exception as exc:
-                yield self._emit(self.finish(step, exc=_timeout(exc, self.host.call_timeout)))
-                continue
-            yield self._emit(self.finish(step, value))
+            yield self.execute(step)
 
     async def arun(
         self, calls: Iterable[ToolCall], message_id: str | None = None, run_id: str | None = None
     ) -> AsyncIterator[CallEvent]:
         """Run the calls concurrently; yield their events in call order (one per call).
         Closing the iteration early cancels the calls still running."""
-        run_id, message_id = self._run_id(message_id, run_id)
+        run_id = run_id or new_run_id()
         steps = [self.start(call, message_id=message_id, run_id=run_id) for call in calls]
         tasks: dict[int, asyncio.Task[Any]] = {}
         for index, step in enumerate(steps):
@@ -250,18 +231,15 @@ class Executor:
                     f"the ledger already has a call {step.key!r}; it was not run again",
                     "LedgerError",
                 )
+        return self._bind(step, action)
+
+    def _bind(self, step: _Step, action: Action) -> _Step:
+        """The arguments the tool runs with (see ``LoadedTool.arguments_for``)."""
         assert step.loaded is not None
-        undeclared = step.loaded.undeclared(action, step.arguments)
-        if undeclared:
-            expected = ", ".join(action.parameters.get("properties", {})) or "none"
-            return self._fail_now(
-                step,
-                f"{action.name}: unknown argument {undeclared[0]!r} (expected: {expected})",
-                "ArgumentError",
-            )
-        step.run_arguments = (
-            {**step.arguments, **action.fixed} if action.fixed else dict(step.arguments)
-        )
+        try:
+            step.run_arguments = step.loaded.arguments_for(action, step.arguments)
+        except ArgumentError as exc:
+            return self._fail_now(step, exc.message, "ArgumentError")
         return step
 
     def _action(self, loaded: LoadedTool, call: ToolCall, step: _Step) -> Action | None:
@@ -320,6 +298,18 @@ class Executor:
                 f"the decision could not be made ({type(exc).__name__}: {exc})", forced=True
             )
         return combine_decisions(decisions)
+
+    def execute(self, step: _Step) -> CallEvent:
+        """Run a prepared call here and now (an async tool on the background loop, within the
+        deadline) and return its final event."""
+        self._pending(step)
+        try:
+            value = self._invoke(step)
+            if hasattr(value, "__await__"):
+                value = self.host._background_loop().run(value, self.host.call_timeout)
+        except Exception as exc:
+            return self._emit(self.finish(step, exc=_timeout(exc, self.host.call_timeout)))
+        return self._emit(self.finish(step, value))
 
     def _invoke(self, step: _Step) -> Any:
         assert step.loaded is not None
@@ -385,22 +375,7 @@ class Executor:
                     value = normalized
             except Exception as problem:
                 logger.error("normalize_result failed for %s", step.key, exc_info=problem)
-        if exc is None:
-            try:
-                return outcome_from_value(value)
-            except Exception as problem:
-                exc = problem
-        outcome = outcome_from_exception(exc)
-        if outcome.crashed:
-            logger.error(
-                "tool %s action %s raised %s",
-                step.tool,
-                step.action,
-                type(exc).__name__,
-                exc_info=exc,
-                extra={"tool": step.tool, "action": step.action},
-            )
-        return outcome
+        return outcome_of(value, exc, tool=step.tool, action=step.action, log=logger)
 
     def _begin(
         self, step: _Step, ids: Mapping[str, Any], *, lease: bool, reason: str | None = None
@@ -598,8 +573,6 @@ def _kept_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _json_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
-    import base64
-
     return {
         key: base64.b64encode(value).decode() if isinstance(value, bytes | bytearray) else value
         for key, value in extras.items()
@@ -737,24 +710,11 @@ class Resumer:
                 executor._event(step, "denied", error=message, error_type="Denied", reason=message)
             )
         step.attempt = self._decide(row, "approved", approver, reason)
-        assert loaded is not None
         assert action is not None
-        undeclared = loaded.undeclared(action, step.arguments)
-        if undeclared:
-            failed = executor._fail_now(
-                step, f"unknown argument {undeclared[0]!r}", "ArgumentError"
-            )
-            assert failed.final is not None
-            return executor._emit(failed.final)
-        step.run_arguments = {**step.arguments, **action.fixed}
-        executor._pending(step)
-        try:
-            value = executor._invoke(step)
-            if hasattr(value, "__await__"):
-                value = self.host._background_loop().run(value, self.host.call_timeout)
-        except Exception as exc:
-            return executor._emit(executor.finish(step, exc=_timeout(exc, self.host.call_timeout)))
-        return executor._emit(executor.finish(step, value))
+        executor._bind(step, action)
+        if step.final is not None:
+            return executor._emit(step.final)
+        return executor.execute(step)
 
     def submit(self, key: str, result: Any) -> CallEvent:
         """Record the result of a client-side call the application ran itself."""

@@ -16,7 +16,7 @@ import attrs
 
 from expediter.core import manifest
 from expediter.core.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
-from expediter.core.model import CallEvent
+from expediter.core.model import CallEvent, new_run_id
 from expediter.core.settings import BUILTIN_DIR, PluginSettings, expediter_home, split_paths
 from expediter.errors import (
     ActionNotFound,
@@ -104,10 +104,10 @@ def strict_message(errors: Iterable[str]) -> str:
 
 
 @functools.cache
-def _results() -> tuple[Callable[[Any], Outcome], Callable[[BaseException], Outcome]]:
-    from expediter.core.results import outcome_from_exception, outcome_from_value
+def _outcome_of() -> Callable[..., Outcome]:
+    from expediter.core.results import outcome_of
 
-    return outcome_from_value, outcome_from_exception
+    return outcome_of
 
 
 @final
@@ -496,17 +496,7 @@ class Host:
         if found is None or not found.active:
             available = ", ".join(name for name, item in actions.items() if item.active) or "none"
             raise ActionNotFound(f"tool {tool!r} has no action {action!r} (available: {available})")
-        undeclared = loaded.undeclared(found, arguments)
-        if undeclared:
-            expected = ", ".join(found.parameters.get("properties", {})) or "none"
-            names = ", ".join(repr(name) for name in undeclared)
-            noun = "argument" if len(undeclared) == 1 else "arguments"
-            raise ArgumentError(
-                f"{action}: unknown {noun} {names} (expected: {expected})",
-                parameter=undeclared[0],
-            )
-        merged = {**arguments, **found.fixed} if found.fixed else dict(arguments)
-        return loaded, merged, context
+        return loaded, loaded.arguments_for(found, arguments), context
 
     def _new_call(
         self,
@@ -517,12 +507,8 @@ class Host:
         run_id: str | None,
         call_id: str | None,
     ) -> _Call:
-        if run_id is None or call_id is None:
-            # Time first, then random: ledger keys arrive in order, so the primary-key index
-            # grows at its end instead of splitting pages all over (measurably faster inserts).
-            random = os.urandom(8).hex()
-            run_id = run_id or f"{time.time_ns():016x}{random}"
-            call_id = call_id or f"call_{random[:12]}"
+        run_id = run_id or new_run_id()
+        call_id = call_id or f"call_{os.urandom(6).hex()}"
         return _Call(tool, action, arguments, user_id, run_id, call_id)
 
     def _begin(self, call: _Call) -> Any:
@@ -571,23 +557,7 @@ class Host:
 
     def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the tool's value or exception into the final event."""
-        outcome_from_value, outcome_from_exception = _results()
-        if exc is None:
-            try:
-                outcome = outcome_from_value(value)
-            except Exception as problem:
-                exc = problem
-        if exc is not None:
-            outcome = outcome_from_exception(exc)
-            if outcome.crashed:
-                logger.error(
-                    "tool %s action %s raised %s",
-                    call.tool,
-                    call.action,
-                    type(exc).__name__,
-                    exc_info=exc,
-                    extra={"tool": call.tool, "action": call.action},
-                )
+        outcome = _outcome_of()(value, exc, tool=call.tool, action=call.action, log=logger)
         arguments = call.arguments
         duration_ms = int((time.perf_counter() - call.started) * 1_000_000) / 1000
         if self.record_calls:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -14,6 +17,7 @@ __all__ = [
     "EventStatus",
     "ToolCall",
     "display_copy",
+    "new_run_id",
 ]
 
 EventStatus = Literal[
@@ -32,6 +36,18 @@ LEDGER_STATUSES = (
 )
 #: Characters of a result kept in an event (the copy shown in UIs and logs).
 DISPLAY_LIMIT = 2000
+
+
+# Run ids: a per-process prefix (start time, then random) and a counter, so they are unique
+# across processes and ledger keys arrive in order (the primary-key index grows at its end
+# instead of splitting pages all over: measurably faster inserts).
+_RUN_PREFIX = f"{time.time_ns():016x}{os.urandom(4).hex()}"
+_RUN_COUNTER = itertools.count()
+
+
+def new_run_id() -> str:
+    """A fresh run id: unique across processes, ordered by time within one."""
+    return f"{_RUN_PREFIX}{next(_RUN_COUNTER):08x}"
 
 
 def _dict(value: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import attrs
 import pluggy
 
 from expediter.core.catalogue import Source
-from expediter.errors import ToolNotFound
+from expediter.errors import ArgumentError, ToolNotFound
 from expediter.hookspecs import PROJECT_NAME, TOOL_HOOKS
 from expediter.hookspecs import host as host_spec
 from expediter.hookspecs import tool as tool_spec
@@ -156,6 +156,16 @@ class LoadedTool:
         if accepted is None:
             return []
         return [name for name in arguments if name not in accepted]
+
+    def arguments_for(self, action: Action, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments the action runs with: undeclared ones refused (ArgumentError), the
+        operator's fixed values winning over the model's."""
+        undeclared = self.undeclared(action, arguments)
+        if undeclared:
+            raise ArgumentError.unknown(
+                action.name, undeclared, action.parameters.get("properties", {})
+            )
+        return {**arguments, **action.fixed} if action.fixed else dict(arguments)
 
     def actions(self, context: CallContext) -> dict[str, Action]:
         """The instance's actions by name (asked once, then cached)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -137,3 +138,31 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     message = str(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return Outcome("error", error=clean_text(text), error_type=type(exc).__name__, crashed=True)
+
+
+def outcome_of(
+    value: Any,
+    exc: BaseException | None,
+    *,
+    tool: str | None,
+    action: str | None,
+    log: logging.Logger,
+) -> Outcome:
+    """Normalize what a call returned or raised (a value that cannot be normalized counts as
+    raised); a crash is logged to ``log`` with its traceback."""
+    if exc is None:
+        try:
+            return outcome_from_value(value)
+        except Exception as problem:
+            exc = problem
+    outcome = outcome_from_exception(exc)
+    if outcome.crashed:
+        log.error(
+            "tool %s action %s raised %s",
+            tool,
+            action,
+            type(exc).__name__,
+            exc_info=exc,
+            extra={"tool": tool, "action": action},
+        )
+    return outcome
