@@ -33,7 +33,7 @@ from measure import (
 
 import expediter
 from expediter.core.host import Host
-from expediter.core.toolset import Toolset
+from expediter.core.turns.toolset import Toolset
 from expediter.hookspecs.tool import CallContext
 from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
 

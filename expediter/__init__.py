@@ -12,12 +12,12 @@ from expediter.__about__ import __version__
 
 if TYPE_CHECKING:
     from expediter import errors
-    from expediter.core.authoring import Toolbox, action, tool
-    from expediter.core.catalogue import PackInfo, ToolInfo
+    from expediter.core.authoring.tools import Toolbox, action, tool
+    from expediter.core.discovery.catalogue import PackInfo, ToolInfo
     from expediter.core.host import Host
-    from expediter.core.model import CallEvent, ToolCall
-    from expediter.core.naming import NameMap
-    from expediter.core.toolset import ToolInstance, Toolset
+    from expediter.core.records.calls import CallEvent, ToolCall
+    from expediter.core.turns.naming import NameMap
+    from expediter.core.turns.toolset import ToolInstance, Toolset
     from expediter.hookspecs import hookimpl, hookspec
     from expediter.hookspecs.tool import (
         Action,
@@ -31,23 +31,23 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "hookimpl": "expediter.hookspecs",
     "hookspec": "expediter.hookspecs",
-    "tool": "expediter.core.authoring",
-    "action": "expediter.core.authoring",
-    "Toolbox": "expediter.core.authoring",
+    "tool": "expediter.core.authoring.tools",
+    "action": "expediter.core.authoring.tools",
+    "Toolbox": "expediter.core.authoring.tools",
     "Action": "expediter.hookspecs.tool",
     "CallContext": "expediter.hookspecs.tool",
     "ConfigField": "expediter.hookspecs.tool",
     "Decision": "expediter.hookspecs.tool",
     "ToolError": "expediter.hookspecs.tool",
     "ToolResult": "expediter.hookspecs.tool",
-    "ToolCall": "expediter.core.model",
-    "CallEvent": "expediter.core.model",
-    "ToolInfo": "expediter.core.catalogue",
-    "PackInfo": "expediter.core.catalogue",
+    "ToolCall": "expediter.core.records.calls",
+    "CallEvent": "expediter.core.records.calls",
+    "ToolInfo": "expediter.core.discovery.catalogue",
+    "PackInfo": "expediter.core.discovery.catalogue",
     "Host": "expediter.core.host",
-    "Toolset": "expediter.core.toolset",
-    "ToolInstance": "expediter.core.toolset",
-    "NameMap": "expediter.core.naming",
+    "Toolset": "expediter.core.turns.toolset",
+    "ToolInstance": "expediter.core.turns.toolset",
+    "NameMap": "expediter.core.turns.naming",
 }
 
 __all__ = [

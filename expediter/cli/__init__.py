@@ -60,8 +60,8 @@ class CliState:
         if self._ledger is None:
             import os
 
+            from expediter.core.config import expediter_home
             from expediter.core.ledger import Ledger
-            from expediter.core.settings import expediter_home
             from expediter.errors import LedgerError
 
             url = self.database or os.environ.get("EXPEDITER_DATABASE_URL") or None

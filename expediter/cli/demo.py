@@ -134,11 +134,11 @@ def _show_turn(state: CliState) -> None:
     reply = _scripted_reply(stamp)
     calls = toolset.parse_calls("openai", reply)
     click.secho(f"$ expediter run --provider openai --message-id {message_id} ...", bold=True)
-    logging.getLogger("expediter.core.executor").disabled = True
+    logging.getLogger("expediter.core.calls.executor").disabled = True
     try:
         events = list(toolset.run(calls, message_id=message_id))
     finally:
-        logging.getLogger("expediter.core.executor").disabled = False
+        logging.getLogger("expediter.core.calls.executor").disabled = False
     echo_table(["STATUS", "NAME", "RESULT / ERROR / REASON"], _event_rows(events))
     waiting = [event for event in events if event.status == "awaiting_approval"]
     if waiting and host.record_calls:

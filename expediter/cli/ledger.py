@@ -9,7 +9,7 @@ import click
 
 from expediter.cli import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten
-from expediter.core.model import LEDGER_STATUSES
+from expediter.core.records.calls import LEDGER_STATUSES
 
 if TYPE_CHECKING:
     from expediter.core.ledger import Ledger

@@ -36,8 +36,8 @@ def plugins(state: CliState, as_json: bool) -> None:
     """
     host = state.host(strict=False)
     _print_packs(host, as_json)
+    from expediter.core.config import PluginSettings
     from expediter.core.host import strict_message
-    from expediter.core.settings import PluginSettings
 
     if PluginSettings.from_env().strict and host.errors:
         raise click.ClickException(strict_message(host.errors))

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
-from expediter.core import manifest
-from expediter.core.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
-from expediter.core.model import CallEvent, new_run_id
-from expediter.core.settings import BUILTIN_DIR, PluginSettings, expediter_home, split_paths
+from expediter.core.config import BUILTIN_DIR, PluginSettings, expediter_home, split_paths
+from expediter.core.discovery import manifest
+from expediter.core.discovery.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
+from expediter.core.records.calls import CallEvent, new_run_id
 from expediter.errors import (
     ActionNotFound,
     ArgumentError,
@@ -33,12 +33,12 @@ if TYPE_CHECKING:
     # needs none of them, so they are imported where they are first used.
     import pluggy
 
-    from expediter.core.discovery import LoadedPack
-    from expediter.core.eventloop import BackgroundLoop
+    from expediter.core.calls.eventloop import BackgroundLoop
+    from expediter.core.calls.results import Outcome
+    from expediter.core.discovery.loading import LoadedTool, Registry, ToolType
+    from expediter.core.discovery.packs import LoadedPack
     from expediter.core.ledger import Attempt, Ledger
-    from expediter.core.registry import LoadedTool, Registry, ToolType
-    from expediter.core.results import Outcome
-    from expediter.core.toolset import ToolInstance, Toolset, _Composition
+    from expediter.core.turns.toolset import ToolInstance, Toolset, _Composition
 
 __all__ = ["Host", "strict_message"]
 
@@ -105,7 +105,7 @@ def strict_message(errors: Iterable[str]) -> str:
 
 @functools.cache
 def _outcome_of() -> Callable[..., Outcome]:
-    from expediter.core.results import outcome_of
+    from expediter.core.calls.results import outcome_of
 
     return outcome_of
 
@@ -173,7 +173,7 @@ class Host:
         self._catalogue = self._discover(refresh=refresh)
         extra = list(plugins)
         if extra:
-            from expediter.core.discovery import load_objects
+            from expediter.core.discovery.packs import load_objects
 
             self._add_host_pack(load_objects(_HOST_PACK, extra))
         if self.settings.strict and self.errors:
@@ -244,7 +244,7 @@ class Host:
     def registry(self) -> Registry:
         """The loaded tool instances and their dispatch relays."""
         if self._registry is None:
-            from expediter.core.registry import Registry
+            from expediter.core.discovery.loading import Registry
 
             with self._lock:
                 if self._registry is None:
@@ -258,7 +258,7 @@ class Host:
             cached = manifest.read(path, key)
             if cached is not None:
                 return cached
-        from expediter.core.discovery import build_catalogue, find_packs, load_pack
+        from expediter.core.discovery.packs import build_catalogue, find_packs, load_pack
 
         loaded = [load_pack(ref) for ref in find_packs(self.settings)]
         self._packs.update((pack.info.id, pack) for pack in loaded)
@@ -270,7 +270,7 @@ class Host:
         return catalogue
 
     def _add_host_pack(self, pack: LoadedPack) -> None:
-        from expediter.core.discovery import resolve_conflicts
+        from expediter.core.discovery.packs import resolve_conflicts
 
         self._packs[pack.info.id] = pack
         offered, conflicts = resolve_conflicts(
@@ -288,7 +288,7 @@ class Host:
             info = self._catalogue.pack(pack_id)
             if info is None:
                 raise ToolNotFound(f"no tool pack {pack_id!r}")
-            from expediter.core.discovery import PackRef, load_pack
+            from expediter.core.discovery.packs import PackRef, load_pack
 
             ref = PackRef(info.name, info.version, info.source, info.location)
             pack = load_pack(ref, describe=False)
@@ -384,19 +384,19 @@ class Host:
         when that configuration held secrets (never recorded) pass the instance again in
         ``instances``, as given to ``toolset()``.
         """
-        from expediter.core.executor import Resumer
+        from expediter.core.calls.executor import Resumer
 
         return Resumer(self).resume(key, approved, approver, reason, instances)
 
     def submit_client_result(self, key: str, result: Any) -> CallEvent:
         """Record the result of a client-side call (``requires_client_execution``)."""
-        from expediter.core.executor import Resumer
+        from expediter.core.calls.executor import Resumer
 
         return Resumer(self).submit(key, result)
 
     def _host_wrappers(self) -> list[object]:
         if self._wrappers is None:
-            from expediter.core.registry import wrapper_shims
+            from expediter.core.discovery.loading import wrapper_shims
 
             self._wrappers = wrapper_shims(self.plugin_manager)
         return self._wrappers
@@ -453,7 +453,7 @@ class Host:
         """The tools to offer in one turn: every installed non-internal tool, plus ``instances``
         (configured instances with their own id and display name), ``client_tools`` (OpenAI-style
         function definitions the application runs itself) and the ``internal`` tools named."""
-        from expediter.core.toolset import build_toolset
+        from expediter.core.turns.toolset import build_toolset
 
         return build_toolset(
             self,
@@ -622,7 +622,7 @@ class Host:
 
     def _background_loop(self) -> BackgroundLoop:
         if self._loop is None:
-            from expediter.core.eventloop import BackgroundLoop
+            from expediter.core.calls.eventloop import BackgroundLoop
 
             self._loop = BackgroundLoop()
         return self._loop

@@ -16,7 +16,7 @@ import pytest
 
 if TYPE_CHECKING:
     from expediter.core.host import Host
-    from expediter.core.model import CallEvent
+    from expediter.core.records.calls import CallEvent
     from expediter.testing.contract import ToolContract
 
 __all__ = ["ENVIRONMENT", "ToolContract", "call_tool", "expediter_home", "make_host"]

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from expediter.core.catalogue import ToolInfo
+from expediter.core.discovery.catalogue import ToolInfo
 from expediter.core.host import Host
 
 __all__ = ["ToolContract"]

@@ -28,7 +28,7 @@ from expediter.core.ledger.records import LedgerRow, ToolStats
 from expediter.core.ledger.repository import Repository, Statements
 from expediter.core.ledger.schema import HEAD, current_revision, upgrade
 from expediter.core.ledger.spool import Spool
-from expediter.core.redaction import redact
+from expediter.core.records.redaction import redact
 from expediter.errors import LedgerError
 
 __all__ = ["CLIENT_SIDE", "RESULT_LIMIT", "Attempt", "Ledger", "parse_duration", "redact"]

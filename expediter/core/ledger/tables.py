@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from expediter.core.model import LEDGER_STATUSES
+from expediter.core.records.calls import LEDGER_STATUSES
 
 __all__ = ["STATUSES", "metadata", "tool_call_attempts"]
 

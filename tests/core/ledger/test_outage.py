@@ -28,7 +28,7 @@ from expediter.core.host import Host
 from expediter.core.ledger import Ledger, LedgerRow
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.schema import upgrade
-from expediter.core.model import CallEvent
+from expediter.core.records.calls import CallEvent
 from expediter.errors import LedgerError
 from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
 

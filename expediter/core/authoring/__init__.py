@@ -1,0 +1,1 @@
+"""Authoring: ``@tool`` and ``Toolbox``, type hints to JSON Schema, docstrings, argument binding."""

@@ -1,0 +1,101 @@
+"""Bind a model's arguments to a function's parameters, with errors that name the parameter."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.errors import ForbiddenExtraKeysError
+
+from expediter.core.authoring.conversion import TypeMismatch, structure_hook
+from expediter.core.authoring.schema import strip_annotated
+from expediter.errors import ArgumentError
+
+__all__ = ["ArgumentBinder", "Parameter"]
+
+
+@attrs.frozen
+class Parameter:
+    """One parameter the model fills in."""
+
+    name: str
+    hint: Any
+    default: Any = inspect.Parameter.empty
+
+    @property
+    def required(self) -> bool:
+        """Whether the model must pass this argument."""
+        return self.default is inspect.Parameter.empty
+
+
+def _format(exc: BaseException, hint: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "missing (it is required)"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return "unknown fields " + ", ".join(repr(name) for name in sorted(exc.extra_fields))
+    if isinstance(exc, TypeMismatch):
+        return str(exc)
+    return f"invalid ({exc})"
+
+
+class ArgumentBinder:
+    """Checks and converts one action's arguments (strictly, by the JSON Schema's types).
+
+    Each parameter is structured with the converter's hook for its type, so nested records,
+    lists and unions get cattrs' detailed errors, each reported with its path.
+    """
+
+    def __init__(self, qualname: str, parameters: list[Parameter], *, allow_extra: bool) -> None:
+        self.qualname = qualname
+        self.parameters = parameters
+        self.allow_extra = allow_extra
+        self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
+        for parameter in parameters:
+            bare, _ = strip_annotated(parameter.hint)
+            self._hooks[parameter.name] = (structure_hook(bare), bare)
+        self._required = [parameter.name for parameter in parameters if parameter.required]
+
+    def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Return ``(declared, extra)`` converted arguments, or raise ArgumentError."""
+        if not isinstance(arguments, Mapping):
+            raise ArgumentError(
+                f"arguments for {self.qualname} must be a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        hooks = self._hooks
+        converted: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        problems: list[tuple[str, str]] = []
+        for name, value in arguments.items():
+            entry = hooks.get(name)
+            if entry is None:
+                extra[name] = value
+                continue
+            hook, hint = entry
+            try:
+                converted[name] = hook(value, hint)
+            except Exception as exc:
+                problems.extend(_problems(name, exc))
+        if extra and not self.allow_extra:
+            raise ArgumentError.unknown(self.qualname, list(extra), hooks)
+        for name in self._required:
+            if name not in arguments:
+                problems.append((name, "missing (it is required)"))
+        if problems:
+            text = "; ".join(f"argument {path!r}: {message}" for path, message in problems)
+            first = re.split(r"[.\[]", problems[0][0], maxsplit=1)[0]
+            raise ArgumentError(f"{self.qualname}: {text}", parameter=first)
+        return converted, extra
+
+
+def _problems(name: str, exc: Exception) -> list[tuple[str, str]]:
+    """Each failure inside one argument, with its path (``address.zip``, ``items[2]``)."""
+    found = []
+    for line in cattrs.transform_error(exc, path=name, format_exception=_format):
+        message, _, path = line.rpartition(" @ ")
+        found.append((path, message))
+    return found or [(name, f"invalid ({exc})")]

@@ -1,0 +1,249 @@
+"""Turn Python type hints into JSON Schema for an action's parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from expediter.core.authoring.docstrings import parse_docstring
+from expediter.errors import SchemaError
+
+__all__ = ["REQUIRED", "json_default", "object_fields", "schema_for", "strip_annotated"]
+
+_PRIMITIVES: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    datetime.datetime: {"type": "string", "format": "date-time"},
+    datetime.date: {"type": "string", "format": "date"},
+}
+_SEQUENCES = (list, Sequence, typing.Sequence, typing.List)  # noqa: UP006
+_SETS = (set, frozenset, typing.Set, typing.FrozenSet)  # noqa: UP006
+_MAPPINGS = (dict, Mapping, typing.Mapping, typing.Dict)  # noqa: UP006
+#: ``json_default`` found no JSON form for a default value.
+_NO_JSON = object()
+#: ``object_fields``: the field has no default (the model must give it).
+REQUIRED = object()
+#: ``object_fields``: the field has a default computed per instance (optional, not shown).
+_COMPUTED = object()
+
+
+def strip_annotated(hint: Any) -> tuple[Any, list[Any]]:
+    """Return the bare type of a hint and the metadata of any ``Annotated`` around it."""
+    metadata: list[Any] = []
+    while typing.get_origin(hint) is typing.Annotated:
+        metadata.extend(hint.__metadata__)
+        hint = hint.__origin__
+    return hint, metadata
+
+
+def json_default(value: Any) -> Any:
+    """Return a default value as JSON, or a sentinel when it has no JSON form."""
+    if isinstance(value, enum.Enum):
+        return json_default(value.value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        items = [json_default(item) for item in value]
+        return _NO_JSON if any(item is _NO_JSON for item in items) else items
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        converted = {key: json_default(item) for key, item in value.items()}
+        return _NO_JSON if any(item is _NO_JSON for item in converted.values()) else converted
+    return _NO_JSON
+
+
+def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
+    converted = json_default(default)
+    if converted is not _NO_JSON:
+        schema["default"] = converted
+    return schema
+
+
+def _describe(schema: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
+    texts = [item for item in metadata if isinstance(item, str) and item.strip()]
+    if texts:
+        schema["description"] = " ".join(text.strip() for text in texts)
+    return schema
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    kinds = {_PRIMITIVES[type(value)]["type"] for value in values if type(value) in _PRIMITIVES}
+    schema: dict[str, Any] = {}
+    if len(kinds) == 1:
+        schema["type"] = kinds.pop()
+    schema["enum"] = values
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if set(schema) == {"type"} and isinstance(schema["type"], str):
+        return {"type": [schema["type"], "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def object_fields(cls: type) -> list[tuple[str, Any, Any, dict[str, Any]]]:
+    """Return ``(name, type hint, default, metadata)`` for the fields of an attrs or dataclass."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    if attrs.has(cls):
+        result = []
+        for field in attrs.fields(cls):
+            default = field.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                default = _COMPUTED if default.takes_self else default.factory()
+            elif default is attrs.NOTHING:
+                default = REQUIRED
+            name = field.alias or field.name
+            result.append((name, hints.get(field.name, Any), default, dict(field.metadata)))
+        return result
+    result = []
+    for dc_field in dataclasses.fields(cls):
+        if dc_field.default is not dataclasses.MISSING:
+            default = dc_field.default
+        elif dc_field.default_factory is not dataclasses.MISSING:
+            default = dc_field.default_factory()
+        else:
+            default = REQUIRED
+        metadata = dict(dc_field.metadata)
+        result.append((dc_field.name, hints.get(dc_field.name, Any), default, metadata))
+    return result
+
+
+def _def_name(cls: type, owners: dict[str, type]) -> str:
+    name = cls.__name__
+    suffix = 2
+    while name in owners and owners[name] is not cls:
+        name = f"{cls.__name__}{suffix}"
+        suffix += 1
+    owners[name] = cls
+    return name
+
+
+class _Builder:
+    """Builds one schema, collecting the ``$defs`` its record types need."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, Any] = {}
+        self.owners: dict[str, type] = {}
+
+    def build(self, hint: Any, where: str) -> dict[str, Any]:
+        hint, metadata = strip_annotated(hint)
+        return _describe(self._bare(hint, where), metadata)
+
+    def _bare(self, hint: Any, where: str) -> dict[str, Any]:
+        if hint is Any or hint is typing.Any or hint is object:
+            return {}
+        if hint in _PRIMITIVES:
+            return dict(_PRIMITIVES[hint])
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if origin is typing.Literal:
+            values = [json_default(value) for value in args]
+            return _enum_schema(values)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return _enum_schema([json_default(member.value) for member in hint])
+        if origin is typing.Union or origin is types.UnionType:
+            members = [arg for arg in args if arg is not type(None)]
+            nullable = len(members) != len(args)
+            if len(members) == 1:
+                schema = self.build(members[0], where)
+                return _nullable(schema) if nullable else schema
+            variants = [self.build(member, where) for member in members]
+            return {"anyOf": variants + ([{"type": "null"}] if nullable else [])}
+        if origin in _SEQUENCES or hint in (list, tuple):
+            item = self.build(args[0], where) if args else {}
+            return {"type": "array", "items": item}
+        if origin in _SETS or hint in (set, frozenset):
+            item = self.build(args[0], where) if args else {}
+            return {"type": "array", "items": item, "uniqueItems": True}
+        if origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return {"type": "array", "items": self.build(args[0], where)}
+            items = [self.build(arg, where) for arg in args]
+            return {
+                "type": "array",
+                "prefixItems": items,
+                "minItems": len(items),
+                "maxItems": len(items),
+            }
+        if origin in _MAPPINGS or hint is dict:
+            if args and strip_annotated(args[0])[0] is not str:
+                raise SchemaError(f"{where}: mapping keys must be str for JSON, not {args[0]!r}")
+            value = self.build(args[1], where) if args else {}
+            return {"type": "object", "additionalProperties": value}
+        if isinstance(hint, type) and (attrs.has(hint) or dataclasses.is_dataclass(hint)):
+            return self._record(hint, where)
+        raise SchemaError(
+            f"{where}: unsupported type hint {hint!r}; use str, int, float, bool, None, Literal, "
+            "an Enum, list[T], dict[str, T], an attrs class or a dataclass"
+        )
+
+    def _record(self, cls: type, where: str) -> dict[str, Any]:
+        name = _def_name(cls, self.owners)
+        ref = {"$ref": f"#/$defs/{name}"}
+        if name in self.defs:
+            return ref
+        self.defs[name] = {}  # placeholder so recursive records terminate
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for field_name, hint, default, metadata in object_fields(cls):
+            prop = self.build(hint, f"{where} -> {cls.__name__}.{field_name}")
+            if isinstance(metadata.get("description"), str):
+                prop.setdefault("description", metadata["description"])
+            if default is REQUIRED:
+                required.append(field_name)
+            else:
+                _with_default(prop, default)
+            properties[field_name] = prop
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        summary = parse_docstring(cls.__doc__).summary
+        if summary and not summary.startswith(f"{cls.__name__}("):  # dataclass's generated doc
+            schema["description"] = summary
+        self.defs[name] = schema
+        return ref
+
+
+def schema_for(
+    parameters: Sequence[tuple[str, Any, Any, str | None]],
+    *,
+    where: str,
+    allow_extra: bool = False,
+) -> dict[str, Any]:
+    """Return an object schema for ``(name, hint, default, description)`` parameters.
+
+    A parameter whose default is ``inspect.Parameter.empty`` is required.
+    """
+    import inspect
+
+    builder = _Builder()
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, hint, default, description in parameters:
+        prop = builder.build(hint, f"{where}: parameter {name!r}")
+        if description and "description" not in prop:
+            prop["description"] = description
+        if default is inspect.Parameter.empty:
+            required.append(name)
+        else:
+            _with_default(prop, default)
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = allow_extra
+    if builder.defs:
+        schema["$defs"] = builder.defs
+    return schema

@@ -1,0 +1,370 @@
+"""Authoring sugar: ``@tool`` functions and ``Toolbox`` classes implement the tool hooks for you."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar, overload
+
+import attrs
+
+from expediter.core.authoring.arguments import ArgumentBinder, Parameter
+from expediter.core.authoring.docstrings import parse_docstring
+from expediter.core.authoring.schema import schema_for, strip_annotated
+from expediter.errors import ActionNotFound, SchemaError
+from expediter.hookspecs import TOOL_HOOKS, hookimpl
+from expediter.hookspecs.tool import Action, CallContext, ConfigField, Decision
+
+__all__ = ["ActionSpec", "FunctionGroup", "FunctionTool", "Toolbox", "action", "snake_case", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ACTION_MARK = "__expediter_action__"
+
+
+def snake_case(name: str) -> str:
+    """Return ``MyHTTPTool`` as ``my_http_tool``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return spaced.lower()
+
+
+def _is_context(hint: Any) -> bool:
+    hint, _ = strip_annotated(hint)
+    if hint is CallContext:
+        return True
+    members = typing.get_args(hint)
+    return bool(members) and CallContext in members and set(members) <= {CallContext, type(None)}
+
+
+@attrs.frozen
+class ActionSpec:
+    """One Python callable as an action: its schema and how to call it with model arguments."""
+
+    name: str
+    func: Callable[..., Any]
+    description: str
+    require_approval: bool
+    parameters: dict[str, Any]
+    binder: ArgumentBinder
+    context_parameter: str | None
+    is_async: bool
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str,
+        description: str | None,
+        require_approval: bool,
+        method: bool,
+    ) -> ActionSpec:
+        """Read a function's signature, type hints and docstring."""
+        qualname = getattr(func, "__qualname__", name)
+        try:
+            hints = typing.get_type_hints(func, include_extras=True)
+        except Exception as exc:
+            raise SchemaError(f"{qualname}: cannot resolve its type hints ({exc})") from exc
+        doc = parse_docstring(func.__doc__)
+        signature = inspect.signature(func)
+        items = list(signature.parameters.values())
+        if method:
+            items = items[1:]
+        params: list[Parameter] = []
+        described: list[tuple[str, Any, Any, str | None]] = []
+        context_parameter = None
+        allow_extra = False
+        for item in items:
+            hint = hints.get(item.name, Any)
+            if item.kind is inspect.Parameter.VAR_KEYWORD:
+                allow_extra = True
+                continue
+            if item.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+                raise SchemaError(
+                    f"{qualname}: parameter {item.name!r} must be passable by keyword "
+                    "(no *args and no positional-only parameters in a tool)"
+                )
+            if _is_context(hint):
+                context_parameter = item.name
+                continue
+            params.append(Parameter(item.name, hint, item.default))
+            described.append((item.name, hint, item.default, doc.arguments.get(item.name)))
+        schema = schema_for(described, where=qualname, allow_extra=allow_extra)
+        return cls(
+            name=name,
+            func=func,
+            description=description or doc.summary,
+            require_approval=require_approval,
+            parameters=schema,
+            binder=ArgumentBinder(name, params, allow_extra=allow_extra),
+            context_parameter=context_parameter,
+            is_async=inspect.iscoroutinefunction(func),
+        )
+
+    def to_action(self) -> Action:
+        """Return the action record offered to the model."""
+        return Action(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            require_approval=self.require_approval,
+        )
+
+    def invoke(
+        self, owner: object | None, arguments: Mapping[str, Any], context: CallContext
+    ) -> Any:
+        """Call the function with converted arguments (a coroutine for async functions)."""
+        declared, extra = self.binder.bind(arguments)
+        if self.context_parameter is not None:
+            declared[self.context_parameter] = context
+        if owner is None:
+            return self.func(**declared, **extra)
+        return self.func(owner, **declared, **extra)
+
+
+@attrs.frozen
+class _ActionOptions:
+    name: str | None
+    description: str | None
+    require_approval: bool
+
+
+@overload
+def action(func: F, /) -> F: ...
+@overload
+def action(
+    *, name: str | None = None, description: str | None = None, require_approval: bool = False
+) -> Callable[[F], F]: ...
+def action(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    require_approval: bool = False,
+) -> Any:
+    """Mark a ``Toolbox`` method as an action (usable bare or called)."""
+
+    def mark(target: F) -> F:
+        setattr(target, _ACTION_MARK, _ActionOptions(name, description, require_approval))
+        return target
+
+    return mark(func) if func is not None else mark
+
+
+class FunctionTool:
+    """A tool with one action, made from a typed function by ``@expediter.tool``."""
+
+    internal: bool
+    user_scoped: bool
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        internal: bool = False,
+        user_scoped: bool = False,
+        require_approval: bool = False,
+    ) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.name = name or func.__name__
+        self.internal = internal
+        self.user_scoped = user_scoped
+        self._description = description
+        self._require_approval = require_approval
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"<expediter tool {self.name!r} from {self.func.__module__}.{self.func.__qualname__}>"
+        )
+
+    @functools.cached_property
+    def spec(self) -> ActionSpec:
+        """The action this function offers (built on first use, so forward references work)."""
+        return ActionSpec.from_function(
+            self.func,
+            name=self.name,
+            description=self._description,
+            require_approval=self._require_approval,
+            method=False,
+        )
+
+    @property
+    def description(self) -> str:
+        """The tool's description: the function's docstring summary unless given."""
+        return self.spec.description
+
+    @hookimpl
+    def get_actions_metadata(self) -> list[Action]:
+        return [self.spec.to_action()]
+
+    @hookimpl
+    def execute_action(self, action: str, arguments: dict[str, Any], context: CallContext) -> Any:
+        if action != self.spec.name:
+            raise ActionNotFound(f"tool {self.name!r} has no action {action!r}")
+        return self.spec.invoke(None, arguments, context)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    internal: bool = False,
+    user_scoped: bool = False,
+    require_approval: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    internal: bool = False,
+    user_scoped: bool = False,
+    require_approval: bool = False,
+) -> Any:
+    """Make a tool with one action from a typed function (usable bare or called)."""
+
+    def make(target: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            target,
+            name=name,
+            description=description,
+            internal=internal,
+            user_scoped=user_scoped,
+            require_approval=require_approval,
+        )
+
+    return make(func) if func is not None else make
+
+
+class FunctionGroup:
+    """One tool whose actions are several ``@tool`` functions (a tools-directory module)."""
+
+    def __init__(
+        self,
+        name: str,
+        functions: Sequence[FunctionTool],
+        *,
+        description: str = "",
+        internal: bool = False,
+        user_scoped: bool = False,
+    ) -> None:
+        self.name = name
+        self.functions = {function.name: function for function in functions}
+        if len(self.functions) != len(functions):
+            raise SchemaError(f"tool {name!r}: two functions share an action name")
+        self._description = description
+        self.internal = internal
+        self.user_scoped = user_scoped
+
+    @property
+    def description(self) -> str:
+        """The module's docstring summary, or the only function's description."""
+        if self._description or len(self.functions) != 1:
+            return self._description
+        return next(iter(self.functions.values())).description
+
+    @hookimpl
+    def get_actions_metadata(self) -> list[Action]:
+        return [function.spec.to_action() for function in self.functions.values()]
+
+    @hookimpl
+    def execute_action(self, action: str, arguments: dict[str, Any], context: CallContext) -> Any:
+        function = self.functions.get(action)
+        if function is None:
+            raise ActionNotFound(f"tool {self.name!r} has no action {action!r}")
+        return function.spec.invoke(None, arguments, context)
+
+
+class Toolbox:
+    """Base class for a tool whose ``@expediter.action`` methods are its actions.
+
+    Subclasses may override any of the tool hooks (``preview_decision`` for live approval
+    answers, ``get_actions_metadata`` to switch actions off by configuration); the override
+    is registered as a hook implementation without needing ``@hookimpl``.
+    """
+
+    #: The tool's name (default: the class name in snake_case).
+    name: ClassVar[str] = "toolbox"
+    #: The tool's description (default: the class docstring's summary).
+    description: ClassVar[str] = ""
+    internal: ClassVar[bool] = False
+    user_scoped: ClassVar[bool] = False
+    #: The configuration an instance needs, returned by ``config_requirements``.
+    config_fields: ClassVar[Sequence[ConfigField]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = snake_case(cls.__name__)
+        if "description" not in cls.__dict__:
+            cls.description = parse_docstring(cls.__dict__.get("__doc__")).summary
+        for hook in TOOL_HOOKS:
+            method = getattr(cls, hook, None)
+            if inspect.isfunction(method) and not hasattr(method, "expediter_impl"):
+                hookimpl(method)
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        self.config: Mapping[str, Any] = MappingProxyType(dict(config or {}))
+
+    @classmethod
+    def action_specs(cls) -> Mapping[str, ActionSpec]:
+        """The class's actions by name (built once per class, on first use)."""
+        cached = cls.__dict__.get("_expediter_specs")
+        if cached is None:
+            cached = dict(_collect_actions(cls))
+            cls._expediter_specs = cached  # type: ignore[attr-defined]
+        return typing.cast(Mapping[str, ActionSpec], cached)
+
+    @hookimpl
+    def get_actions_metadata(self, context: CallContext) -> list[Action]:
+        return [spec.to_action() for spec in self.action_specs().values()]
+
+    @hookimpl
+    def execute_action(self, action: str, arguments: dict[str, Any], context: CallContext) -> Any:
+        spec = self.action_specs().get(action)
+        if spec is None:
+            raise ActionNotFound(f"tool {self.name!r} has no action {action!r}")
+        return spec.invoke(self, arguments, context)
+
+    @hookimpl
+    def preview_decision(
+        self, action: str, arguments: dict[str, Any], context: CallContext
+    ) -> Decision | None:
+        return None
+
+    @hookimpl
+    def config_requirements(self) -> list[ConfigField]:
+        return list(self.config_fields)
+
+
+def _collect_actions(cls: type) -> Iterable[tuple[str, ActionSpec]]:
+    seen: dict[str, ActionSpec] = {}
+    for klass in reversed(cls.__mro__):
+        for key, attribute in vars(klass).items():
+            options = getattr(attribute, _ACTION_MARK, None)
+            if not isinstance(options, _ActionOptions):
+                continue
+            name = options.name or attribute.__name__
+            # An override without @action stays the action: call what the class resolves.
+            seen[name] = ActionSpec.from_function(
+                getattr(cls, key),
+                name=name,
+                description=options.description,
+                require_approval=options.require_approval,
+                method=True,
+            )
+    return seen.items()

@@ -1,0 +1,1 @@
+"""Calls: the executor (the one pipeline every call runs through), approvals, and results."""

@@ -1,0 +1,589 @@
+"""Find tool packs (entry points, tools directories, built-ins), import them, and describe them.
+
+Finding reads metadata only; importing happens in ``load_pack``; describing a tool asks its
+hooks for actions and configuration. One broken pack is recorded with its error and skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import logging
+import re
+import sys
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from expediter.__about__ import __version__
+from expediter.core.authoring.docstrings import parse_docstring
+from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox
+from expediter.core.config import BUILTIN_DIR, PluginSettings
+from expediter.core.discovery.catalogue import (
+    Catalogue,
+    Conflict,
+    PackInfo,
+    PackLocation,
+    Source,
+    ToolInfo,
+)
+from expediter.core.discovery.loading import ToolType, coerce_actions, make_relay
+from expediter.hookspecs import HOST_HOOKS, PROJECT_NAME, TOOL_HOOKS
+from expediter.hookspecs.tool import CallContext, ConfigField
+
+__all__ = [
+    "BUILTIN_DIR",
+    "ENTRY_POINT_GROUP",
+    "LoadedPack",
+    "PackRef",
+    "describe_tool",
+    "find_packs",
+    "load_objects",
+    "load_pack",
+    "resolve_conflicts",
+    "scan_directory",
+]
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "expediter"
+_BUILTIN_PACKAGE = "expediter.plugins"
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+@attrs.frozen
+class PackRef:
+    """A pack found but not yet imported."""
+
+    name: str
+    version: str | None
+    source: Source
+    location: PackLocation
+    #: Every name the switches may use for this pack (distribution, entry point, module).
+    aliases: tuple[str, ...] = ()
+
+
+@attrs.define
+class LoadedPack:
+    """A pack after import: its description, tool types and host plugin objects."""
+
+    info: PackInfo
+    types: list[ToolType] = attrs.Factory(list)
+    infos: list[ToolInfo] = attrs.Factory(list)
+    host_plugins: list[tuple[str, object]] = attrs.Factory(list)
+
+
+# -- finding --------------------------------------------------------------------------------------
+
+
+def _module_entries(directory: Path) -> Iterator[tuple[str, Path, bool]]:
+    try:
+        children = sorted(directory.iterdir())
+    except OSError as exc:
+        logger.warning("tools directory %s cannot be read: %s", directory, exc)
+        return
+    for child in children:
+        stem = child.stem if child.suffix == ".py" else child.name
+        if stem.startswith(("_", ".")) or not stem.isidentifier():
+            continue
+        if child.is_file() and child.suffix == ".py":
+            yield stem, child, False
+        elif child.is_dir() and (child / "__init__.py").is_file():
+            yield stem, child / "__init__.py", True
+
+
+def scan_directory(directory: Path, *, source: Source = "directory") -> list[PackRef]:
+    """Return one pack per module or package in a tools directory (module name = tool name)."""
+    refs = []
+    for stem, path, _ in _module_entries(directory):
+        module = f"{_BUILTIN_PACKAGE}.{stem}" if source == "built-in" else None
+        refs.append(
+            PackRef(
+                name=stem,
+                version=__version__ if source == "built-in" else None,
+                source=source,
+                location=PackLocation(path=str(path), module=module),
+                aliases=(stem,),
+            )
+        )
+    return refs
+
+
+def _entry_point_refs() -> list[PackRef]:
+    from importlib.metadata import entry_points
+
+    grouped: dict[str, PackRef] = {}
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry_point.dist
+        dist_name = dist.name if dist is not None else entry_point.name
+        version = dist.version if dist is not None else None
+        pair = (entry_point.name, entry_point.value)
+        ref = grouped.get(dist_name)
+        if ref is None:
+            grouped[dist_name] = PackRef(
+                name=dist_name,
+                version=version,
+                source="entry-point",
+                location=PackLocation(entry_points=(pair,), distribution=dist_name),
+                aliases=(dist_name, entry_point.name),
+            )
+        else:
+            location = attrs.evolve(ref.location, entry_points=(*ref.location.entry_points, pair))
+            grouped[dist_name] = attrs.evolve(
+                ref, location=location, aliases=(*ref.aliases, entry_point.name)
+            )
+    return list(grouped.values())
+
+
+def find_packs(settings: PluginSettings) -> list[PackRef]:
+    """Return every pack the settings allow, without importing any of them."""
+    found = [
+        ref
+        for ref in scan_directory(BUILTIN_DIR, source="built-in")
+        if settings.allows(ref.aliases, entry_point=False, built_in=True)
+    ]
+    for directory in settings.tools_path:
+        if not directory.is_dir():
+            logger.warning("tools directory %s does not exist; skipping it", directory)
+            continue
+        found.extend(
+            ref
+            for ref in scan_directory(directory)
+            if settings.allows(ref.aliases, entry_point=False)
+        )
+    found.extend(
+        ref for ref in _entry_point_refs() if settings.allows(ref.aliases, entry_point=True)
+    )
+    return found
+
+
+# -- importing ------------------------------------------------------------------------------------
+
+
+def _import_path(path: Path) -> types.ModuleType:
+    package = path.name == "__init__.py"
+    directory = path.parent.parent if package else path.parent
+    stem = path.parent.name if package else path.stem
+    digest = hashlib.sha1(str(directory).encode()).hexdigest()[:10]
+    qualname = f"_expediter_tools_{digest}_{stem}"
+    if qualname in sys.modules:
+        return sys.modules[qualname]
+    spec = importlib.util.spec_from_file_location(
+        qualname, path, submodule_search_locations=[str(path.parent)] if package else None
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(qualname, None)
+        raise
+    return module
+
+
+def _marked(obj: object, name: str) -> dict[str, Any] | None:
+    try:
+        method = getattr(obj, name, None)
+    except Exception:
+        return None
+    if method is None or not callable(method):
+        return None
+    opts = getattr(method, f"{PROJECT_NAME}_impl", None)
+    return opts if isinstance(opts, dict) else None
+
+
+def _host_hooks(obj: object) -> tuple[str, ...]:
+    found = [name for name in HOST_HOOKS if _marked(obj, name) is not None]
+    opts = _marked(obj, "execute_action")
+    if opts is not None and (opts.get("wrapper") or opts.get("hookwrapper")):
+        found.append("execute_action")
+    return tuple(found)
+
+
+def _tool_hooks(obj: object) -> tuple[str, ...]:
+    found = []
+    for name in TOOL_HOOKS:
+        opts = _marked(obj, name)
+        if opts is not None and not (opts.get("wrapper") or opts.get("hookwrapper")):
+            found.append(name)
+    return tuple(found)
+
+
+def _is_raw_tool(obj: object) -> bool:
+    hooks = _tool_hooks(obj)
+    return "get_actions_metadata" in hooks or "execute_action" in hooks
+
+
+def _shared(obj: object) -> Callable[[Mapping[str, Any] | None], object]:
+    return lambda config: obj
+
+
+def _instantiate(cls: type) -> Callable[[Mapping[str, Any] | None], object]:
+    try:
+        takes_config = "config" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        takes_config = False
+
+    def create(config: Mapping[str, Any] | None) -> object:
+        return cls(config) if takes_config else cls()
+
+    return create
+
+
+def _summary(obj: object) -> str:
+    return parse_docstring(getattr(obj, "__doc__", None)).summary
+
+
+@attrs.frozen
+class _Candidate:
+    name: str
+    obj: object
+    factory: Callable[[Mapping[str, Any] | None], object]
+    internal: bool
+    user_scoped: bool
+    description: str
+    hooks: tuple[str, ...]
+
+
+def _from_tool_object(obj: object, name: str | None) -> _Candidate | None:
+    """Return the tool an object defines, or None when it is not a tool."""
+    if isinstance(obj, FunctionTool | FunctionGroup):
+        return _Candidate(
+            name or obj.name,
+            obj,
+            _shared(obj),
+            obj.internal,
+            obj.user_scoped,
+            obj.description,
+            ("get_actions_metadata", "execute_action"),
+        )
+    if isinstance(obj, type) and issubclass(obj, Toolbox):
+        return _Candidate(
+            name or obj.name,
+            obj,
+            _instantiate(obj),
+            obj.internal,
+            obj.user_scoped,
+            obj.description,
+            TOOL_HOOKS,
+        )
+    if isinstance(obj, types.ModuleType) or not _is_raw_tool(obj):
+        return None
+    declared = getattr(obj, "name", None)
+    tool_name = name or (declared if isinstance(declared, str) else None)
+    if tool_name is None:
+        raise TypeError(
+            f"{obj!r} implements tool hooks but has no name; pass register(obj, name=...)"
+        )
+    factory = _instantiate(obj) if isinstance(obj, type) else _shared(obj)
+    return _Candidate(
+        tool_name,
+        obj,
+        factory,
+        bool(getattr(obj, "internal", False)),
+        bool(getattr(obj, "user_scoped", False)),
+        str(getattr(obj, "description", "") or _summary(obj)),
+        _tool_hooks(obj),
+    )
+
+
+def _defined_in(owner: str, module: types.ModuleType) -> bool:
+    """Whether an object defined in ``owner`` belongs to ``module`` (or, for a package, to it
+    or one of its submodules): imported tools from elsewhere are not this module's tools."""
+    if owner == module.__name__:
+        return True
+    return hasattr(module, "__path__") and owner.startswith(module.__name__ + ".")
+
+
+def _label(module: types.ModuleType) -> str:
+    """Name a module for a message: tools-directory modules by their file."""
+    if module.__name__.startswith("_expediter_tools_"):
+        return str(getattr(module, "__file__", module.__name__))
+    return f"module {module.__name__}"
+
+
+def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
+    """Return the one tool a module defines (named ``name``), or None if it defines none."""
+    if _is_raw_tool(module):
+        return _Candidate(
+            name,
+            module,
+            _shared(module),
+            bool(getattr(module, "internal", False)),
+            bool(getattr(module, "user_scoped", False)),
+            str(getattr(module, "description", "") or _summary(module)),
+            _tool_hooks(module),
+        )
+    own = [
+        value
+        for value in vars(module).values()
+        if (isinstance(value, FunctionTool) and _defined_in(value.func.__module__, module))
+        or (
+            isinstance(value, type)
+            and issubclass(value, Toolbox)
+            and value is not Toolbox
+            and _defined_in(value.__module__, module)
+        )
+    ]
+    boxes = [value for value in own if isinstance(value, type)]
+    # A base class subclassed in the same module is a building block, not a second tool.
+    boxes = [box for box in boxes if not any(o is not box and issubclass(o, box) for o in boxes)]
+    own = [value for value in own if not isinstance(value, type) or value in boxes]
+    functions = [value for value in own if isinstance(value, FunctionTool)]
+    if not own:
+        return None
+    if boxes and (functions or len(boxes) > 1):
+        found = ", ".join(getattr(value, "__name__", repr(value)) for value in own)
+        raise TypeError(
+            f"{_label(module)} defines several tools ({found}); a module is one tool: "
+            "keep one Toolbox, or only @tool functions, or register them with register_tools"
+        )
+    if boxes:
+        return _from_tool_object(boxes[0], name)
+    flags = {(function.internal, function.user_scoped) for function in functions}
+    if len(flags) > 1:
+        raise TypeError(f"{_label(module)}: its @tool functions disagree on internal/user_scoped")
+    internal, user_scoped = flags.pop()
+    group = FunctionGroup(
+        name, functions, description=_summary(module), internal=internal, user_scoped=user_scoped
+    )
+    return _from_tool_object(group, name)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _PackLoader:
+    """Collects the tools and host plugins of one pack while it is imported."""
+
+    def __init__(self, ref: PackRef) -> None:
+        self.ref = ref
+        self.candidates: list[_Candidate] = []
+        self.host_plugins: list[tuple[str, object]] = []
+        self.errors: list[str] = []
+        self.hooks: set[str] = set()
+
+    def register(self, tool: object, name: str | None = None) -> None:
+        """The ``register`` callback handed to ``register_tools``."""
+        if isinstance(tool, types.ModuleType):
+            candidate = _from_module(tool, name or tool.__name__.rpartition(".")[2])
+        else:
+            candidate = _from_tool_object(tool, name)
+        if candidate is None:
+            raise TypeError(f"register() got {tool!r}, which is not a tool")
+        self.candidates.append(candidate)
+
+    def add_object(self, obj: object, name: str, *, module_is_tool: bool) -> None:
+        host_hooks = _host_hooks(obj)
+        if host_hooks:
+            self.hooks.update(host_hooks)
+            self.host_plugins.append((f"{self.ref.name}:{name}", obj))
+            if "register_tools" in host_hooks:
+                self._call_register_tools(obj.register_tools)  # type: ignore[attr-defined]
+        if isinstance(obj, types.ModuleType):
+            # A module that registers tools itself is a pack, not also a tool of its own.
+            is_tool = module_is_tool and "register_tools" not in host_hooks
+            candidate = _from_module(obj, name) if is_tool or _is_raw_tool(obj) else None
+            if candidate is None and not host_hooks and module_is_tool:
+                raise TypeError(
+                    f"{_label(obj)} defines no tool: add an @expediter.tool function, an "
+                    "expediter.Toolbox subclass, or @expediter.hookimpl tool hooks"
+                )
+        else:
+            candidate = _from_tool_object(obj, None if _declares_name(obj) else name)
+            if candidate is None and not host_hooks:
+                raise TypeError(
+                    f"entry point {name!r} names {obj!r}, which is not a tool or plugin"
+                )
+        if candidate is not None:
+            self.candidates.append(candidate)
+
+    def _call_register_tools(self, registrar: Callable[..., Any]) -> None:
+        parameters = inspect.signature(registrar).parameters
+        if "register" in parameters:
+            registrar(register=self.register)
+        else:
+            registrar()
+
+
+def _declares_name(obj: object) -> bool:
+    return isinstance(getattr(obj, "name", None), str)
+
+
+def _load_entry_points(loader: _PackLoader) -> None:
+    from importlib.metadata import EntryPoint
+
+    for ep_name, value in loader.ref.location.entry_points:
+        try:
+            obj = EntryPoint(ep_name, value, ENTRY_POINT_GROUP).load()
+            loader.add_object(obj, ep_name, module_is_tool=not _host_hooks(obj))
+        except (Exception, SystemExit) as exc:
+            loader.errors.append(f"entry point {ep_name} = {value}: {_error_text(exc)}")
+            logger.warning(
+                "tool pack %s failed to load entry point %s: %s",
+                loader.ref.name,
+                ep_name,
+                _error_text(exc),
+                exc_info=True,
+                extra={"pack": loader.ref.name},
+            )
+
+
+def _load_module_file(loader: _PackLoader) -> None:
+    location = loader.ref.location
+    try:
+        if location.module is not None:
+            module = importlib.import_module(location.module)
+        else:
+            module = _import_path(Path(location.path or ""))
+        loader.add_object(module, loader.ref.name, module_is_tool=True)
+    except (Exception, SystemExit) as exc:
+        loader.errors.append(_error_text(exc))
+        logger.warning(
+            "tool module %s (%s) failed to load: %s",
+            loader.ref.name,
+            location.path,
+            _error_text(exc),
+            exc_info=True,
+            extra={"pack": loader.ref.name},
+        )
+
+
+def describe_tool(tool_type: ToolType) -> ToolInfo:
+    """Ask a tool for its actions and configuration (creates a throwaway instance)."""
+    instance = tool_type.factory(None)
+    relay = make_relay(instance, tool_type.name)
+    context = CallContext(tool=tool_type.name, instance_id=tool_type.name)
+    actions = coerce_actions(relay.hook.get_actions_metadata(context=context) or [], tool_type.name)
+    raw_config = relay.hook.config_requirements() or []
+    config = tuple(
+        item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
+        for item in raw_config
+    )
+    return ToolInfo(
+        name=tool_type.name,
+        pack=tool_type.pack,
+        version=tool_type.version,
+        source=tool_type.source,
+        internal=tool_type.internal,
+        user_scoped=tool_type.user_scoped,
+        description=tool_type.description,
+        actions=tuple(actions),
+        config=config,
+        pack_id=tool_type.pack_id,
+    )
+
+
+def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
+    ref = loader.ref
+    pack = LoadedPack(info=PackInfo(ref.name, ref.version, ref.source, ref.location))
+    for candidate in loader.candidates:
+        if not _TOOL_NAME.match(candidate.name):
+            loader.errors.append(
+                f"tool name {candidate.name!r} is not valid (letters, digits, _ . -, at most 64)"
+            )
+            continue
+        tool_type = ToolType(
+            name=candidate.name,
+            pack=ref.name,
+            version=ref.version,
+            source=ref.source,
+            pack_id=pack.info.id,
+            obj=candidate.obj,
+            factory=candidate.factory,
+            internal=candidate.internal,
+            user_scoped=candidate.user_scoped,
+            description=candidate.description,
+            hooks=candidate.hooks,
+        )
+        loader.hooks.update(candidate.hooks)
+        if describe:
+            try:
+                pack.infos.append(describe_tool(tool_type))
+            except Exception as exc:
+                loader.errors.append(f"tool {candidate.name!r}: {_error_text(exc)}")
+                logger.warning(
+                    "tool %s from pack %s cannot describe itself: %s",
+                    candidate.name,
+                    ref.name,
+                    _error_text(exc),
+                    exc_info=True,
+                    extra={"pack": loader.ref.name},
+                )
+                continue
+        pack.types.append(tool_type)
+    pack.host_plugins = loader.host_plugins
+    pack.info = attrs.evolve(
+        pack.info,
+        hooks=tuple(sorted(loader.hooks)),
+        host_hooks=tuple(
+            sorted({hook for _, obj in loader.host_plugins for hook in _host_hooks(obj)})
+        ),
+        tools=tuple(tool_type.name for tool_type in pack.types),
+        error="; ".join(loader.errors) or None,
+    )
+    return pack
+
+
+def load_pack(ref: PackRef, *, describe: bool = True) -> LoadedPack:
+    """Import a pack and collect its tools; errors are recorded in ``info.error``, never raised."""
+    loader = _PackLoader(ref)
+    if ref.source == "entry-point":
+        _load_entry_points(loader)
+    else:
+        _load_module_file(loader)
+    return _finish(loader, describe=describe)
+
+
+def load_objects(name: str, objects: Iterable[object], *, describe: bool = True) -> LoadedPack:
+    """Load in-process objects (``Host(plugins=[...])``) as one pack named ``name``."""
+    ref = PackRef(name=name, version=None, source="host", location=PackLocation())
+    loader = _PackLoader(ref)
+    for index, obj in enumerate(objects):
+        label = getattr(obj, "name", None) or getattr(obj, "__name__", None) or f"plugin{index}"
+        label = str(label).rpartition(".")[2]
+        try:
+            loader.add_object(obj, label, module_is_tool=_is_raw_tool(obj) or not _host_hooks(obj))
+        except Exception as exc:
+            loader.errors.append(f"{label}: {_error_text(exc)}")
+    return _finish(loader, describe=describe)
+
+
+def resolve_conflicts(
+    infos: Sequence[ToolInfo], previous: Sequence[Conflict] = ()
+) -> tuple[list[ToolInfo], list[Conflict]]:
+    """Offer each tool name registered once; names registered by several packs offer none."""
+    by_name: dict[str, list[ToolInfo]] = {}
+    for info in infos:
+        by_name.setdefault(info.name, []).append(info)
+    known = {conflict.tool: conflict for conflict in previous}
+    offered: list[ToolInfo] = []
+    conflicts: list[Conflict] = []
+    for name, group in by_name.items():
+        if len(group) == 1 and name not in known:
+            offered.append(group[0])
+            continue
+        earlier = known.pop(name, None)
+        packs = (earlier.packs if earlier else ()) + tuple(
+            (info.pack, info.version, info.source, info.pack_id) for info in group
+        )
+        conflicts.append(Conflict(tool=name, packs=packs))
+    conflicts.extend(known.values())
+    return offered, conflicts
+
+
+def build_catalogue(packs: Sequence[LoadedPack]) -> Catalogue:
+    """Combine loaded packs into a catalogue, withholding tool names that conflict."""
+    infos = [info for pack in packs for info in pack.infos]
+    offered, conflicts = resolve_conflicts(infos)
+    return Catalogue(
+        packs=tuple(pack.info for pack in packs), tools=tuple(offered), conflicts=tuple(conflicts)
+    )

@@ -1,0 +1,27 @@
+"""Provider adapters, by the names users pass: ``openai``, ``openai-responses``, ``anthropic``,
+``gemini``, ``mistral``, ``ollama``."""
+
+from __future__ import annotations
+
+from expediter.core.turns.providers.anthropic import Anthropic
+from expediter.core.turns.providers.base import Provider
+from expediter.core.turns.providers.gemini import Gemini
+from expediter.core.turns.providers.openai import Mistral, Ollama, OpenAIChat, OpenAIResponses
+from expediter.errors import UnknownProvider
+
+__all__ = ["PROVIDERS", "Provider", "get_provider"]
+
+PROVIDERS: dict[str, Provider] = {
+    adapter.name: adapter
+    for adapter in (OpenAIChat(), OpenAIResponses(), Anthropic(), Gemini(), Mistral(), Ollama())
+}
+
+
+def get_provider(name: str) -> Provider:
+    """Return the adapter for a provider name, or raise UnknownProvider listing the names."""
+    adapter = PROVIDERS.get(name.strip().lower())
+    if adapter is None:
+        raise UnknownProvider(
+            f"unknown provider {name!r}; use one of: {', '.join(sorted(PROVIDERS))}"
+        )
+    return adapter

@@ -1,0 +1,382 @@
+"""A toolset: the tool instances offered in one turn, their names, schemas, calls and results."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from expediter.core.records.calls import CallEvent, ToolCall
+from expediter.core.turns.naming import NameMap, assign_names
+from expediter.core.turns.providers import get_provider
+from expediter.core.turns.providers.base import (
+    CallResult,
+    Provider,
+    RawCall,
+    ToolSpec,
+    parse_arguments,
+)
+from expediter.core.turns.providers.jsonschema import (
+    NotStrictable,
+    model_schema,
+    read_only,
+    strict_schema,
+    strip_optional_nulls,
+)
+from expediter.core.turns.providers.streaming import (
+    AnthropicStream,
+    OpenAIChatStream,
+    StreamAccumulator,
+)
+from expediter.errors import ArgumentError, UnknownProvider
+from expediter.hookspecs.tool import Action, CallContext
+
+if TYPE_CHECKING:
+    from expediter.core.calls.executor import Executor
+    from expediter.core.host import Host
+
+__all__ = ["CLIENT_TOOL", "OfferedAction", "ToolInstance", "Toolset", "build_toolset"]
+
+logger = logging.getLogger(__name__)
+
+#: The tool name recorded for client-side tools (functions the application runs itself).
+CLIENT_TOOL = "client"
+
+
+def _optional_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if value is None else dict(value)
+
+
+@attrs.frozen
+class ToolInstance:
+    """A configured instance of a tool to offer, e.g. two GitHub accounts of one user."""
+
+    tool: str
+    #: Unique within the toolset (default: the tool's name).
+    instance_id: str | None = None
+    #: What the model sees when names must be told apart (default: the instance id).
+    name: str | None = None
+    config: Mapping[str, Any] | None = attrs.field(default=None, converter=_optional_mapping)
+
+    @classmethod
+    def coerce(cls, value: ToolInstance | Mapping[str, Any]) -> ToolInstance:
+        """Accept a ToolInstance or a mapping with the same keys."""
+        if isinstance(value, ToolInstance):
+            return value
+        return cls(
+            tool=value["tool"],
+            instance_id=value.get("instance_id"),
+            name=value.get("name"),
+            config=value.get("config"),
+        )
+
+
+@attrs.frozen
+class OfferedAction:
+    """One action offered in a turn, under the name the model will use."""
+
+    name: str
+    instance_id: str
+    tool: str
+    display_name: str
+    action: Action
+    client: bool = False
+
+
+@attrs.frozen
+class _Source:
+    instance_id: str
+    display_name: str
+    tool: str
+    actions: tuple[Action, ...]
+    client: bool = False
+
+
+def _client_action(definition: Mapping[str, Any]) -> Action:
+    function = definition.get("function", definition)
+    if not isinstance(function, Mapping) or not function.get("name"):
+        raise ArgumentError(f"a client tool needs a function name, got {definition!r}")
+    return Action(
+        name=str(function["name"]),
+        description=str(function.get("description") or ""),
+        parameters=dict(function.get("parameters") or {"type": "object", "properties": {}}),
+    )
+
+
+@attrs.frozen
+class _Unrunnable:
+    """The result of a call that could not run as proposed (unknown name, bad arguments)."""
+
+    call_id: str
+    error: str
+    status: str = "error"
+    result: Any = None
+
+
+@attrs.define(eq=False)
+class _Composition:
+    """What a set of sources offers, kept while the same sources are offered again."""
+
+    sources: tuple[_Source, ...]
+    name_map: NameMap
+    actions: tuple[OfferedAction, ...]
+    by_name: dict[str, OfferedAction]
+    #: ``(provider, strict)`` -> one ToolSpec per action.
+    specs: dict[tuple[str, bool], list[ToolSpec]] = attrs.Factory(dict)
+
+
+def _compose(host: Host, sources: Sequence[_Source]) -> _Composition:
+    """Name the sources' actions, reusing the result when the very same sources come again."""
+    cache = host._toolset_cache  # owned by the host: shared by its toolsets
+    key = tuple(id(source) for source in sources)
+    cached = cache.get(key)
+    if cached is not None and all(a is b for a, b in zip(cached.sources, sources, strict=True)):
+        return cached
+    name_map = assign_names(
+        (source.instance_id, source.display_name, source.tool, action.name, source.client)
+        for source in sources
+        for action in source.actions
+    )
+    offered = []
+    for source in sources:
+        for action in source.actions:
+            name = name_map.name_for(source.instance_id, action.name)
+            assert name is not None
+            offered.append(
+                OfferedAction(
+                    name,
+                    source.instance_id,
+                    source.tool,
+                    source.display_name,
+                    action,
+                    source.client,
+                )
+            )
+    composition = _Composition(
+        tuple(sources), name_map, tuple(offered), {item.name: item for item in offered}
+    )
+    if len(cache) >= 64:
+        cache.clear()
+    cache[key] = composition
+    return composition
+
+
+def _installed_sources(host: Host) -> list[_Source]:
+    """One source per offered non-internal tool (the same objects for the host's lifetime)."""
+    if host._installed_sources is None:
+        host._installed_sources = tuple(
+            _Source(info.name, info.name, info.name, tuple(a for a in info.actions if a.active))
+            for info in host.catalogue()
+        )
+    return list(host._installed_sources)
+
+
+class Toolset:
+    """The tools offered in one turn: schemas per provider, parsing calls, result messages."""
+
+    def __init__(
+        self,
+        host: Host,
+        sources: Sequence[_Source],
+        *,
+        user_id: str | None = None,
+        headless: bool = False,
+        allowlist: Iterable[str] = (),
+        errors: Sequence[str] = (),
+        configs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.host = host
+        #: The configuration of each configured instance, by instance id.
+        self.configs: dict[str, Mapping[str, Any]] = dict(configs or {})
+        self.user_id = user_id
+        self.headless = headless
+        self.allowlist = frozenset(allowlist)
+        #: Instances that could not be offered (their tool failed to describe itself).
+        self.errors = list(errors)
+        #: How often each unknown function name was called in this turn.
+        self._unresolved: dict[str, int] = {}
+        self._runner: Executor | None = None
+        self._composition = _compose(host, sources)
+        self.name_map: NameMap = self._composition.name_map
+        #: The offered actions, in offer order.
+        self.actions: tuple[OfferedAction, ...] = self._composition.actions
+        self._by_name = self._composition.by_name
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def offered(self, name: str) -> OfferedAction | None:
+        """The action offered under a name, or None."""
+        return self._by_name.get(name)
+
+    # -- schemas ------------------------------------------------------------------------------
+
+    def _spec(self, adapter: Provider, offered: OfferedAction, strict: bool) -> ToolSpec:
+        # Per action version, shared by every composition that offers it.
+        cache = self.host._schema_cache
+        key = (id(offered.action), adapter.name, strict)
+        cached = cache.get(key)
+        if cached is None or cached[0] is not offered.action:
+            parameters = model_schema(offered.action)
+            is_strict = False
+            if strict and adapter.supports_strict:
+                try:
+                    parameters, is_strict = strict_schema(parameters), True
+                except NotStrictable as exc:
+                    logger.info("%s is offered without strict mode: %s", offered.name, exc)
+            cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
+            cache[key] = cached
+        _, parameters, is_strict = cached
+        return ToolSpec(offered.name, offered.action.description, parameters, is_strict)
+
+    def schemas(self, provider: str, strict: bool = False) -> list[dict[str, Any]]:
+        """The list the provider's ``tools`` field takes (strict mode for OpenAI/Anthropic)."""
+        adapter = get_provider(provider)
+        specs = self._composition.specs.get((adapter.name, strict))
+        if specs is None:
+            specs = [self._spec(adapter, offered, strict) for offered in self.actions]
+            self._composition.specs[(adapter.name, strict)] = specs
+        return adapter.tools(specs)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(
+        self,
+        calls: Iterable[ToolCall],
+        message_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Iterator[CallEvent]:
+        """Run a turn's calls: yields one event per call, in call order (``completed``,
+        ``error``, ``denied``, ``awaiting_approval``, ``requires_client_execution``).
+        Never raises for what a tool or the model did."""
+        return self._executor().run(calls, message_id=message_id, run_id=run_id)
+
+    def arun(
+        self,
+        calls: Iterable[ToolCall],
+        message_id: str | None = None,
+        run_id: str | None = None,
+    ) -> AsyncIterator[CallEvent]:
+        """Async ``run``: independent calls run concurrently, each within the host's
+        ``call_timeout``; final events come in call order."""
+        return self._executor().arun(calls, message_id=message_id, run_id=run_id)
+
+    def _executor(self) -> Executor:
+        if self._runner is None:
+            from expediter.core.calls.executor import Executor
+
+            self._runner = Executor(self)
+        return self._runner
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def _call(self, raw: RawCall) -> ToolCall:
+        entry = self.name_map.resolve(raw.name)
+        arguments, problem = parse_arguments(raw.arguments)
+        if entry is None:
+            error = f"unknown function name {raw.name!r}: no such function was offered"
+            if problem:
+                error += f"; also, {problem}"
+            return ToolCall(raw.call_id, raw.name, arguments, error=error, extras=raw.extras)
+        offered = self._by_name.get(raw.name)
+        if problem is None and offered is not None:
+            arguments = strip_optional_nulls(arguments, offered.action.parameters)
+        return ToolCall(
+            raw.call_id,
+            raw.name,
+            arguments,
+            instance_id=entry.instance_id,
+            tool=entry.tool,
+            action=entry.action,
+            error=None if problem is None else f"{raw.name}: {problem}",
+            extras=raw.extras,
+        )
+
+    def parse_calls(self, provider: str, response: Mapping[str, Any]) -> list[ToolCall]:
+        """The tool calls in a provider response (its parsed JSON or SDK ``model_dump()``)."""
+        if not isinstance(response, Mapping):
+            raise ArgumentError(f"a {provider} response must be a JSON object")
+        return [self._call(raw) for raw in get_provider(provider).read_calls(response)]
+
+    def stream(self, provider: str) -> StreamAccumulator:
+        """An accumulator for a streamed response: ``feed()`` events, then ``parse_calls``."""
+        adapter = get_provider(provider)
+        if adapter.name in ("openai", "mistral"):
+            return OpenAIChatStream()
+        if adapter.name == "anthropic":
+            return AnthropicStream()
+        raise UnknownProvider(f"no streaming helper for {adapter.name}; parse the final response")
+
+    def parse_stream(self, provider: str, events: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
+        """Parse the calls of a whole streamed response."""
+        return self.parse_calls(provider, self.stream(provider).feed_all(events).response())
+
+    def result_messages(
+        self,
+        provider: str,
+        calls: Sequence[ToolCall],
+        events: Iterable[CallResult],
+    ) -> list[dict[str, Any]]:
+        """The messages that give the model every call's result (missing ones as errors)."""
+        by_id = {event.call_id: event for event in events}
+        results: list[CallResult | None] = []
+        for call in calls:
+            result = by_id.get(call.call_id)
+            if result is None and call.error is not None:
+                result = _Unrunnable(call.call_id, call.error)
+            results.append(result)
+        return get_provider(provider).result_messages(calls, results)
+
+
+def build_toolset(
+    host: Host,
+    *,
+    user_id: str | None = None,
+    instances: Iterable[ToolInstance | Mapping[str, Any]] | None = None,
+    client_tools: Iterable[Mapping[str, Any]] = (),
+    internal: Iterable[str] = (),
+    headless: bool = False,
+    allowlist: Iterable[str] = (),
+) -> Toolset:
+    """Assemble a toolset: installed tools, explicit instances, internal and client tools."""
+    sources: dict[str, _Source] = {
+        source.instance_id: source for source in _installed_sources(host)
+    }
+    errors: list[str] = []
+    configs: dict[str, Mapping[str, Any]] = {}
+    for info in (host.tool_info(name) for name in internal):
+        actions = tuple(action for action in info.actions if action.active)
+        sources[info.name] = _Source(info.name, info.name, info.name, actions)
+    for value in instances or ():
+        instance = ToolInstance.coerce(value)
+        instance_id = instance.instance_id or instance.tool
+        host.tool_info(instance.tool)  # ToolNotFound / ToolConflict for a bad tool name
+        try:
+            loaded = host.registry.load(
+                instance.tool, user_id, instance_id=instance_id, config=instance.config
+            )
+            context = CallContext(user_id=user_id, instance_id=instance_id, tool=instance.tool)
+            actions = tuple(a for a in loaded.actions(context).values() if a.active)
+        except Exception as exc:
+            errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
+            logger.error("tool instance %s cannot be offered", instance_id, exc_info=exc)
+            continue
+        display = instance.name or instance_id
+        sources[instance_id] = _Source(instance_id, display, instance.tool, actions)
+        if instance.config is not None:
+            configs[instance_id] = instance.config
+    for definition in client_tools:
+        action = _client_action(definition)
+        instance_id = f"{CLIENT_TOOL}:{action.name}"
+        sources[instance_id] = _Source(instance_id, CLIENT_TOOL, CLIENT_TOOL, (action,), True)
+    return Toolset(
+        host,
+        list(sources.values()),
+        user_id=user_id,
+        headless=headless,
+        allowlist=allowlist,
+        errors=errors,
+        configs=configs,
+    )

@@ -1,0 +1,158 @@
+"""The manifest cache: a warm host imports no tool module, and changes invalidate it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from expediter.core.config import BUILTIN_DIR, PluginSettings
+from expediter.core.discovery import manifest
+from expediter.core.host import Host
+
+TOOL = """
+import pathlib
+pathlib.Path({marker!r}).open("a").write("imported\\n")
+import expediter
+
+@expediter.tool
+def {name}(text: str) -> str:
+    \"\"\"Echo text.
+
+    Args:
+        text: What to echo.
+    \"\"\"
+    return text
+"""
+
+
+def add_tool(directory: Path, name: str, marker: Path) -> Path:
+    path = directory / f"{name}.py"
+    path.write_text(TOOL.format(name=name, marker=str(marker)))
+    return path
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> tuple[Path, Path]:
+    directory = tmp_path / "tools"
+    directory.mkdir()
+    marker = tmp_path / "imports.log"
+    add_tool(directory, "echo", marker)
+    return directory, marker
+
+
+def imports(marker: Path) -> int:
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def forget_modules() -> None:
+    for name in [name for name in sys.modules if name.startswith("_expediter_tools_")]:
+        del sys.modules[name]
+
+
+def test_a_warm_host_lists_tools_without_importing_them(
+    tools: tuple[Path, Path], expediter_home: Path
+) -> None:
+    directory, marker = tools
+    cold = Host(tools_path=[directory], autoload=False)
+    assert imports(marker) == 1
+    assert list((expediter_home / "cache").glob("manifest-*.json"))
+    forget_modules()
+    warm = Host(tools_path=[directory], autoload=False)
+    assert imports(marker) == 1, "the warm host imported the tool"
+    assert [info.to_dict() for info in warm.catalogue()] == [
+        info.to_dict() for info in cold.catalogue()
+    ]
+    assert warm.call("echo", "echo", {"text": "hi"}).result == "hi"
+    assert imports(marker) == 2
+
+
+def test_adding_or_editing_a_tools_module_invalidates_the_cache(tools: tuple[Path, Path]) -> None:
+    directory, marker = tools
+    Host(tools_path=[directory], autoload=False)
+    add_tool(directory, "second", marker)
+    assert "second" in {i.name for i in Host(tools_path=[directory], autoload=False).catalogue()}
+    path = directory / "echo.py"
+    path.write_text(path.read_text().replace("Echo text.", "Echo text back."))
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    forget_modules()
+    info = Host(tools_path=[directory], autoload=False).tool_info("echo")
+    assert info.actions[0].description == "Echo text back."
+
+
+def test_refresh_rebuilds_the_cache(tools: tuple[Path, Path]) -> None:
+    directory, marker = tools
+    Host(tools_path=[directory], autoload=False)
+    forget_modules()
+    Host(tools_path=[directory], autoload=False, refresh=True)
+    assert imports(marker) == 2
+
+
+def test_a_catalogue_with_load_errors_is_not_cached(tmp_path: Path, expediter_home: Path) -> None:
+    directory = tmp_path / "tools"
+    directory.mkdir()
+    (directory / "broken.py").write_text("raise RuntimeError('not yet')\n")
+    Host(tools_path=[directory], autoload=False)
+    assert not list((expediter_home / "cache").glob("manifest-*.json"))
+
+
+def test_a_corrupt_cache_is_rebuilt(tools: tuple[Path, Path], expediter_home: Path) -> None:
+    directory, _ = tools
+    Host(tools_path=[directory], autoload=False)
+    (path,) = (expediter_home / "cache").glob("manifest-*.json")
+    path.write_text("{not json")
+    assert [info.name for info in Host(tools_path=[directory], autoload=False).catalogue()] == [
+        "clock",
+        "echo",
+        "think",
+    ]
+    assert json.loads(path.read_text())["catalogue"]["tools"]
+
+
+def test_the_key_follows_switches_and_installed_distributions(tmp_path: Path, monkeypatch) -> None:
+    settings = PluginSettings()
+    key = manifest.cache_key(settings, BUILTIN_DIR)
+    assert manifest.cache_key(PluginSettings(disabled=frozenset({"x"})), BUILTIN_DIR) != key
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "script.py").write_text("")
+    assert manifest.cache_key(settings, BUILTIN_DIR) == key, "plain folders do not count"
+    (tmp_path / "acme-1.0.dist-info").mkdir()
+    assert manifest.cache_key(settings, BUILTIN_DIR) != key
+
+
+def test_bytecode_written_by_an_import_does_not_invalidate_the_key(
+    tools: tuple[Path, Path],
+) -> None:
+    directory, _ = tools
+    settings = PluginSettings(tools_path=(directory,))
+    key = manifest.cache_key(settings, BUILTIN_DIR)
+    (directory / "__pycache__").mkdir()
+    (directory / "__pycache__" / "echo.cpython-311.pyc").write_bytes(b"")
+    assert manifest.cache_key(settings, BUILTIN_DIR) == key
+
+
+def test_editing_a_module_inside_a_tool_package_invalidates_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "tools" / "multi"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    helper = package / "helper.py"
+    helper.write_text("")
+    settings = PluginSettings(tools_path=(tmp_path / "tools",))
+    key = manifest.cache_key(settings, BUILTIN_DIR)
+    stat = helper.stat()
+    os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert manifest.cache_key(settings, BUILTIN_DIR) != key
+
+
+def test_read_ignores_a_cache_for_another_key(tmp_path: Path) -> None:
+    from expediter.core.discovery.catalogue import Catalogue
+
+    path = tmp_path / "m.json"
+    manifest.write(path, {"a": 1}, Catalogue())
+    assert manifest.read(path, {"a": 1}) == Catalogue()
+    assert manifest.read(path, {"a": 2}) is None
+    assert manifest.read(tmp_path / "missing.json", {"a": 1}) is None

@@ -1,0 +1,450 @@
+"""Discovery: the tools-directory scan, what a module or object counts as, and load errors."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import expediter
+from expediter.__about__ import __version__
+from expediter.core.discovery.packs import load_objects, scan_directory
+
+
+def write(directory: Path, name: str, source: str) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.fixture
+def tools_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "tools"
+    directory.mkdir()
+    return directory
+
+
+def test_scan_finds_modules_and_packages_and_skips_private_names(tools_dir: Path) -> None:
+    write(tools_dir, "weather.py", "")
+    write(tools_dir, "notes/__init__.py", "")
+    write(tools_dir, "_helpers.py", "")
+    write(tools_dir, "not-an-identifier.py", "")
+    write(tools_dir, "empty_dir/README", "")
+    (tools_dir / "__pycache__").mkdir()
+    refs = scan_directory(tools_dir)
+    assert [(ref.name, ref.source) for ref in refs] == [
+        ("notes", "directory"),
+        ("weather", "directory"),
+    ]
+    assert refs[0].location.path == str(tools_dir / "notes" / "__init__.py")
+
+
+def test_module_name_is_the_tool_name_for_a_single_function(make_host, tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "greeter.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def hello(name: str) -> str:
+            """Greet someone.
+
+            Args:
+                name: Who to greet.
+            """
+            return f"hello {name}"
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    (info,) = host.catalogue()
+    assert (info.name, info.pack, info.source) == ("greeter", "greeter", "directory")
+    assert [action.name for action in info.actions] == ["hello"]
+    assert host.call("greeter", "hello", {"name": "Ada"}).result == "hello Ada"
+
+
+def test_several_tool_functions_in_a_module_become_actions_of_one_tool(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "maths.py",
+        '''
+        """Small arithmetic."""
+        import expediter
+
+        @expediter.tool
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+
+        @expediter.tool
+        def neg(a: int) -> int:
+            """Negate a number."""
+            return -a
+        ''',
+    )
+    (info,) = make_host(tools_path=[tools_dir]).catalogue()
+    assert info.name == "maths"
+    assert info.description == "Small arithmetic."
+    assert sorted(action.name for action in info.actions) == ["add", "neg"]
+
+
+def test_a_toolbox_in_a_module_takes_the_module_name(make_host, tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "inventory.py",
+        '''
+        import expediter
+
+        class StockKeeper(expediter.Toolbox):
+            """Track stock."""
+
+            @expediter.action
+            def count(self, item: str) -> int:
+                """Count an item."""
+                return len(item)
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    (info,) = host.catalogue()
+    assert info.name == "inventory"
+    assert host.call("inventory", "count", {"item": "bolts"}).result == 5
+
+
+def test_a_toolbox_base_class_in_the_same_module_is_not_a_second_tool(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "layered.py",
+        '''
+        import expediter
+
+        class Base(expediter.Toolbox):
+            def helper(self) -> int:
+                return 41
+
+        class Concrete(Base):
+            @expediter.action
+            def answer(self) -> int:
+                """Answer."""
+                return self.helper() + 1
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.call("layered", "answer").result == 42
+
+
+def test_functions_imported_from_elsewhere_do_not_count(make_host, tools_dir: Path) -> None:
+    write(tools_dir, "reexport.py", "from expediter.plugins.think import think\n")
+    host = make_host(tools_path=[tools_dir])
+    assert host.catalogue() == []
+    (pack,) = host.packs
+    assert "defines no tool" in (pack.error or "")
+
+
+def test_a_module_with_raw_hooks_is_the_tool(make_host, tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "echo.py",
+        """
+        import expediter
+
+        @expediter.hookimpl
+        def get_actions_metadata():
+            return [expediter.Action("say", "Say it back.", {"type": "object",
+                    "properties": {"text": {"type": "string"}}, "required": ["text"]})]
+
+        @expediter.hookimpl
+        def execute_action(action, arguments):
+            return arguments["text"]
+        """,
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.call("echo", "say", {"text": "hi"}).result == "hi"
+
+
+def test_a_module_mixing_a_toolbox_and_functions_is_a_load_error(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "mixed.py",
+        """
+        import expediter
+
+        class Box(expediter.Toolbox):
+            @expediter.action
+            def a(self) -> int:
+                return 1
+
+        @expediter.tool
+        def b() -> int:
+            return 2
+        """,
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.catalogue() == []
+    (pack,) = host.packs
+    assert "several tools" in (pack.error or "")
+
+
+def test_a_module_with_a_syntax_error_is_recorded_and_others_still_load(
+    make_host, tools_dir: Path
+) -> None:
+    write(tools_dir, "broken.py", "def oops(:\n")
+    write(
+        tools_dir,
+        "fine.py",
+        """
+        import expediter
+
+        @expediter.tool
+        def ok() -> str:
+            return "ok"
+        """,
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert [info.name for info in host.catalogue()] == ["fine"]
+    errors = {pack.name: pack.error for pack in host.packs}
+    assert errors["fine"] is None
+    assert (errors["broken"] or "").startswith("SyntaxError")
+
+
+def test_a_module_that_raises_or_exits_on_import_does_not_break_the_host(
+    make_host, tools_dir: Path
+) -> None:
+    write(tools_dir, "raises.py", "raise RuntimeError('no API key configured')\n")
+    write(tools_dir, "exits.py", "import sys\nsys.exit(3)\n")
+    host = make_host(tools_path=[tools_dir], builtins=True)
+    assert {info.name for info in host.catalogue()} == {"clock", "think"}
+    errors = {pack.name: pack.error for pack in host.packs}
+    assert errors["raises"] == "RuntimeError: no API key configured"
+    assert errors["exits"] == "SystemExit: 3"
+
+
+def test_tools_dir_modules_do_not_shadow_standard_library_modules(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "json.py",
+        """
+        import expediter
+
+        @expediter.tool
+        def dumps(value: str) -> str:
+            return value
+        """,
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert [info.name for info in host.catalogue()] == ["json"]
+    import json
+
+    assert sys.modules["json"] is json
+    assert json.dumps([1]) == "[1]"
+
+
+def test_same_module_name_in_two_directories_is_a_conflict(make_host, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for directory in (first, second):
+        write(
+            directory,
+            "lookup.py",
+            """
+            import expediter
+
+            @expediter.tool
+            def find(q: str) -> str:
+                return q
+            """,
+        )
+    host = make_host(tools_path=[first, second])
+    assert host.catalogue() == []
+    (conflict,) = host.conflicts
+    assert conflict.tool == "lookup"
+    assert "neither is offered" in conflict.message
+
+
+def test_a_tool_that_cannot_describe_itself_is_not_offered(make_host) -> None:
+    class Broken:
+        name = "broken"
+
+        @expediter.hookimpl
+        def get_actions_metadata(self):
+            raise ValueError("backend unreachable")
+
+        @expediter.hookimpl
+        def execute_action(self, action, arguments):
+            return None
+
+    host = make_host(Broken())
+    assert host.catalogue() == []
+    (pack,) = host.packs
+    assert pack.error == "tool 'broken': ValueError: backend unreachable"
+
+
+def test_misspelled_hook_is_reported_instead_of_silently_ignored(make_host) -> None:
+    class Typo:
+        name = "typo"
+
+        @expediter.hookimpl
+        def get_actions_metadata(self):
+            return []
+
+        @expediter.hookimpl
+        def execute_acton(self, action, arguments):
+            return None
+
+    host = make_host(Typo())
+    assert host.catalogue() == []
+    assert "execute_acton" in (host.packs[0].error or "")
+
+
+def test_invalid_tool_names_are_rejected(make_host) -> None:
+    @expediter.tool(name="has space")
+    def spaced() -> str:
+        return ""
+
+    host = make_host(spaced)
+    assert host.catalogue() == []
+    assert "not valid" in (host.packs[0].error or "")
+
+
+def test_register_tools_registers_objects_with_optional_names(make_host) -> None:
+    @expediter.tool
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    class Counter(expediter.Toolbox):
+        @expediter.action
+        def total(self, values: list[int]) -> int:
+            """Sum values."""
+            return sum(values)
+
+    class Pack:
+        @expediter.hookimpl
+        def register_tools(self, register):
+            register(ping)
+            register(Counter)
+            register(ping, name="ping_again")
+
+    host = make_host(Pack())
+    assert [info.name for info in host.catalogue()] == ["counter", "ping", "ping_again"]
+    assert {info.pack for info in host.catalogue()} == {"host"}
+    assert host.call("counter", "total", {"values": [1, 2, 3]}).result == 6
+    assert "register_tools" in host.packs[0].hooks
+
+
+def test_registering_something_that_is_not_a_tool_is_a_load_error(make_host) -> None:
+    class Pack:
+        @expediter.hookimpl
+        def register_tools(self, register):
+            register(42)
+
+    host = make_host(Pack())
+    assert "not a tool" in (host.packs[0].error or "")
+
+
+def test_builtins_are_found_by_the_directory_scan() -> None:
+    from expediter.core.config import BUILTIN_DIR
+
+    refs = {ref.name: ref for ref in scan_directory(BUILTIN_DIR, source="built-in")}
+    assert {"think", "clock"} <= set(refs)
+    assert refs["clock"].version == __version__
+    assert refs["clock"].location.module == "expediter.plugins.clock"
+
+
+def test_load_objects_records_each_bad_object_and_keeps_the_good_ones() -> None:
+    @expediter.tool
+    def good() -> str:
+        """Good."""
+        return "good"
+
+    pack = load_objects("host", [good, object()])
+    assert pack.info.tools == ("good",)
+    assert "not a tool or plugin" in (pack.info.error or "")
+
+
+def test_a_tools_module_that_registers_its_tools_is_not_also_a_tool(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "bundle.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def greet(name: str) -> str:
+            """Greet."""
+            return "hi " + name
+
+        class Sums(expediter.Toolbox):
+            @expediter.action
+            def total(self, values: list[int]) -> int:
+                """Sum."""
+                return sum(values)
+
+        @expediter.hookimpl
+        def register_tools(register):
+            register(greet)
+            register(Sums)
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert [info.name for info in host.catalogue()] == ["greet", "sums"]
+    assert host.packs[0].error is None
+
+
+def test_a_tool_package_may_define_its_tool_in_a_submodule(make_host, tools_dir: Path) -> None:
+    write(tools_dir, "weather/__init__.py", "from .impl import forecast\n")
+    write(
+        tools_dir,
+        "weather/impl.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def forecast(city: str) -> str:
+            """Forecast."""
+            return f"sunny in {city}"
+        ''',
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.call("weather", "forecast", {"city": "Oslo"}).result == "sunny in Oslo"
+
+
+def test_relative_tools_paths_mean_the_directory_they_named(
+    make_host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for project, answer in (("a", "A"), ("b", "B")):
+        write(
+            tmp_path / project / "tools",
+            "ver.py",
+            f"""
+            import expediter
+
+            @expediter.tool
+            def v() -> str:
+                return {answer!r}
+            """,
+        )
+    monkeypatch.chdir(tmp_path / "a")
+    assert make_host(tools_path=["tools"]).call("ver", "v").result == "A"
+    monkeypatch.chdir(tmp_path / "b")
+    assert make_host(tools_path=["tools"]).call("ver", "v").result == "B"
+
+
+def test_load_errors_name_the_file_of_a_tools_module(make_host, tools_dir: Path) -> None:
+    path = write(tools_dir, "empty.py", "VALUE = 1\n")
+    host = make_host(tools_path=[tools_dir])
+    assert host.packs[0].error == (
+        f"TypeError: {path} defines no tool: add an @expediter.tool function, an "
+        "expediter.Toolbox subclass, or @expediter.hookimpl tool hooks"
+    )
