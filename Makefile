@@ -1,37 +1,51 @@
 # The two set-up commands of the README: `make demo` and `make test`.
-# Each creates .venv if it is missing and installs what it needs.
+# Each creates .venv if it is missing and installs only what it runs: `make demo` installs
+# expediter and its dependencies (the demo uses nothing else); `make test` adds the `dev` extra
+# (pytest, ruff, mypy, PostgreSQL's driver, the provider SDKs the tests check schemas against).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
+# One stamp per install; the dev install includes the base one, so it touches both.
+BASE_STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 
-.PHONY: demo test lint type bench install clean
+.PHONY: demo test lint type bench install install-dev clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "expediter needs Python >= 3.11: run make PYTHON=python3.11 ...")'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(PYTHON) -m venv $(VENV)
 
-install: $(STAMP)
+$(BASE_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e .
+	touch $(BASE_STAMP)
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(DEV_STAMP) $(BASE_STAMP)
+
+install: $(BASE_STAMP)
+
+install-dev: $(DEV_STAMP)
 
 demo: install
 	$(BIN)/expediter demo
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
-type: install
+type: install-dev
 	$(BIN)/mypy
 
 test: lint type
 	$(BIN)/pytest
 
-bench: install
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+bench: install-dev
+	$(PIP) install --quiet -e '.[dev,bench]'
 	$(BIN)/python benchmarks/run.py
 
 clean:

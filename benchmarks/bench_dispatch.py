@@ -116,16 +116,16 @@ def build_host(tools: int, home: str) -> Host:
         record_calls=False,
     )
     for info in host.catalogue(include_internal=True):
-        host.registry.load(info.name)
+        host.loaded_tools.load(info.name)
     return host
 
 
 def dispatch_case(host: Host) -> Case:
     """``Registry.execute`` on the loaded ``target`` instance."""
-    loaded = host.registry.load(TARGET)
+    loaded = host.loaded_tools.load(TARGET)
     context = CallContext(tool=TARGET, instance_id=loaded.instance_id)
     namespace = {
-        "execute": host.registry.execute,
+        "execute": host.loaded_tools.execute,
         "instance_id": loaded.instance_id,
         "arguments": ARGUMENTS,
         "context": context,
@@ -185,7 +185,9 @@ def main() -> int:
         one = stack.enter_context(build_host(1, homes[0]))
         many = stack.enter_context(build_host(tools, homes[1]))
         offered = len(many.catalogue(include_internal=True))
-        report.check(f"{tools} tools offered and loaded", offered == len(many.registry) == tools)
+        report.check(
+            f"{tools} tools offered and loaded", offered == len(many.loaded_tools) == tools
+        )
         context = CallContext(tool=TARGET, instance_id=TARGET)
         cases: dict[str, Case] = {
             "plain": ("add(**arguments)", {"add": add, "arguments": ARGUMENTS}),

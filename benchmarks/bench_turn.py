@@ -116,7 +116,7 @@ def build_host(stack: ExitStack, home: Path, *, record: bool, url: str | None = 
         record_calls=record,
     )
     stack.enter_context(host)
-    host.registry.load("add")
+    host.loaded_tools.load("add")
     return host
 
 

@@ -13,6 +13,7 @@ from expediter.__about__ import __version__
 if TYPE_CHECKING:
     from expediter import errors
     from expediter.core.authoring.tools import Toolbox, action, tool
+    from expediter.core.config import HostConfig
     from expediter.core.discovery.catalogue import PackInfo, ToolInfo
     from expediter.core.host import Host
     from expediter.core.records.calls import CallEvent, ToolCall
@@ -45,6 +46,7 @@ _EXPORTS = {
     "ToolInfo": "expediter.core.discovery.catalogue",
     "PackInfo": "expediter.core.discovery.catalogue",
     "Host": "expediter.core.host",
+    "HostConfig": "expediter.core.config",
     "Toolset": "expediter.core.turns.toolset",
     "ToolInstance": "expediter.core.turns.toolset",
     "NameMap": "expediter.core.turns.naming",
@@ -57,6 +59,7 @@ __all__ = [
     "ConfigField",
     "Decision",
     "Host",
+    "HostConfig",
     "NameMap",
     "PackInfo",
     "ToolCall",

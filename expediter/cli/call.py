@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
-from expediter.cli import CliState, pass_state
+from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json
 
-__all__ = ["USAGE_ERRORS", "call", "exit_code"]
+__all__ = ["USAGE_ERRORS", "call", "exit_code", "print_outcome"]
 
 #: Error types that mean the call itself was wrong (exit status 2), not the tool.
 USAGE_ERRORS = frozenset({"ArgumentError", "ToolNotFound", "ToolConflict", "ActionNotFound"})
@@ -53,11 +54,18 @@ def call(
     event = state.host().call(tool, action, arguments, user_id=user_id)
     if as_json:
         echo_json(event.to_dict())
-    elif event.ok:
+    else:
+        print_outcome(event)
+    sys.exit(exit_code(event.status, event.error_type))
+
+
+def print_outcome(event: Any, *, err: bool = True) -> None:
+    """What ``call`` prints: the result (a string as is, else indented JSON), or
+    ``error (TYPE): message`` (on standard error unless ``err`` is False)."""
+    if event.ok:
         result = event.result
         click.echo(
             result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
         )
     else:
-        click.echo(f"error ({event.error_type}): {event.error}", err=True)
-    sys.exit(exit_code(event.status, event.error_type))
+        click.echo(f"error ({event.error_type}): {event.error}", err=err)

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from expediter.cli import CliState, pass_state
-from expediter.cli.call import exit_code
-from expediter.cli.output import echo_table, event_text, shorten
+from expediter.cli.app import CliState, error_line, pass_state
+from expediter.cli.call import exit_code, print_outcome
+from expediter.cli.ledger import print_rows
+from expediter.cli.output import shorten
+from expediter.cli.tools import print_tools
+from expediter.cli.turns import approval_items, print_approvals, print_events
 
 __all__ = ["demo"]
 
@@ -64,17 +69,27 @@ def _demo_plugins() -> list[object]:
     return [flaky, delete_file, send_email, ExternalMail()]
 
 
+@contextlib.contextmanager
+def _tracebacks_hidden() -> Iterator[None]:
+    """Keep the executor's traceback of a crashing tool out of the transcript."""
+    from expediter.core.calls import executor
+
+    log = logging.getLogger(executor.__name__)
+    log.disabled = True
+    try:
+        yield
+    finally:
+        log.disabled = False
+
+
 def _show_call(state: CliState, tool: str, action: str, arguments: dict[str, Any]) -> None:
-    args = json.dumps(arguments)
-    click.secho(f"\n$ expediter call {tool} {action} --args '{args}'", bold=True)
-    event = state.host().call(tool, action, arguments)
-    if event.ok:
-        result = event.result
-        click.echo(result if isinstance(result, str) else json.dumps(result, indent=2))
-    else:
-        click.echo(f"error ({event.error_type}): {event.error}")
-    code = exit_code(event.status, event.error_type)
-    click.echo(f"-> {event.status}, exit status {code}, {event.duration_ms:.2f} ms")
+    click.secho(
+        f"\n$ expediter call {tool} {action} --args '{json.dumps(arguments)}'; echo $?", bold=True
+    )
+    with _tracebacks_hidden():
+        event = state.host().call(tool, action, arguments)
+    print_outcome(event, err=False)
+    click.echo(exit_code(event.status, event.error_type))
 
 
 def _scripted_reply(stamp: str) -> dict[str, Any]:
@@ -110,94 +125,87 @@ def _scripted_reply(stamp: str) -> dict[str, Any]:
     }
 
 
-def _event_rows(events: list[Any]) -> list[list[str]]:
-    return [
-        [
-            event.status,
-            event.name,
-            event_text(event, 64),
-        ]
-        for event in events
-    ]
-
-
 def _show_turn(state: CliState) -> None:
     host = state.host()
     toolset = host.toolset(user_id="demo-user")
     stamp = f"{time.time_ns():x}"
     message_id = f"msg_{stamp}"
-    click.secho("\nOne model turn, with approvals and a policy:", bold=True)
-    click.secho("$ expediter tools schema --provider openai", bold=True)
-    click.echo(
-        "offered: " + ", ".join(tool["function"]["name"] for tool in toolset.schemas("openai"))
-    )
+    click.secho("\nOne model turn, with approvals and a policy.", bold=True)
+    offered = ", ".join(tool["function"]["name"] for tool in toolset.schemas("openai"))
+    click.echo(f"The model is offered {offered} (`expediter tools schema` prints them)")
+    click.echo("and answers with five calls (reply.json: an OpenAI reply, one name made up):")
     reply = _scripted_reply(stamp)
     calls = toolset.parse_calls("openai", reply)
-    click.secho(f"$ expediter run --provider openai --message-id {message_id} ...", bold=True)
-    logging.getLogger("expediter.core.calls.executor").disabled = True
-    try:
+    click.secho(
+        f"\n$ expediter run --provider openai --response reply.json --message-id {message_id}",
+        bold=True,
+    )
+    with _tracebacks_hidden():
         events = list(toolset.run(calls, message_id=message_id))
-    finally:
-        logging.getLogger("expediter.core.calls.executor").disabled = False
-    echo_table(["STATUS", "NAME", "RESULT / ERROR / REASON"], _event_rows(events))
+    print_events(events)
     waiting = [event for event in events if event.status == "awaiting_approval"]
     if waiting and host.record_calls:
+        keys = {event.key for event in waiting}
         click.secho("\n$ expediter approvals ls", bold=True)
-        for row in host.ledger.pending_approvals():
-            if row.key in {event.key for event in waiting}:
-                click.echo(f"{row.key}  {row.tool}.{row.action}  {json.dumps(row.arguments)}")
+        print_approvals(
+            [
+                item
+                for item in approval_items(host.ledger.pending_approvals())
+                if item["key"] in keys
+            ]
+        )
         for event in waiting:
-            click.secho(f"$ expediter approve {event.key} --reason 'draft, safe'", bold=True)
+            click.secho(f"\n$ expediter approve {event.key} --reason 'draft, safe'", bold=True)
             resumed = host.resume(event.key, True, approver="demo", reason="draft, safe")
-            echo_table(["STATUS", "NAME", "RESULT"], _event_rows([resumed]))
+            print_events([resumed])
             events = [resumed if e.key == event.key else e for e in events]
-    click.echo("\nresults sent back to the model (role: tool messages):")
+    click.echo("\nThe results go back to the model (`run --messages` prints these):")
     for message in toolset.result_messages("openai", calls, events):
         click.echo(f"  {message['tool_call_id']}: {shorten(message['content'], 70)}")
 
 
-def _show_ledger(state: CliState, started: float) -> None:
+def _show_ledger(state: CliState) -> None:
     host = state.host()
     if not host.record_calls:
         return
-    since = time.time() - started + 1
-    rows = [row for row in host.ledger.rows(since=since, limit=0) if row.attempted_at >= started]
-    click.secho("\nEvery call above is in the ledger:", bold=True)
+    from expediter.core.ledger import parse_duration
+
+    click.secho(f"\nEvery call above is in the ledger ({host.ledger.database.display}):", bold=True)
     click.secho("$ expediter ledger ls --since 1m", bold=True)
-    echo_table(
-        ["STATUS", "TOOL", "ACTION", "DECISION", "MS", "ERROR"],
-        [
-            [
-                row.status,
-                row.tool or "-",
-                row.action or "-",
-                row.decision or "",
-                "" if row.duration_ms is None else f"{row.duration_ms:.1f}",
-                shorten(row.error or "", 50),
-            ]
-            for row in reversed(rows)
-        ],
-    )
-    click.echo(f"(database: {host.ledger.database.display})")
+    print_rows(host.ledger.rows(since=parse_duration("1m")))
+
+
+def _check_ledger(state: CliState) -> None:
+    """Stop at once, in one line, when the ledger the demo records its calls in is unusable."""
+    from expediter.errors import LedgerError
+
+    host = state.host()
+    if not host.record_calls:
+        return
+    try:
+        host.ledger.check()
+    except LedgerError as exc:
+        raise click.ClickException(
+            f"{error_line(exc)} (the demo records its calls there: set EXPEDITER_HOME to a "
+            "writable directory, or --database to a reachable database)"
+        ) from exc
 
 
 @click.command()
 @pass_state
 def demo(state: CliState) -> None:
-    """List the built-in tools, call them, and run a model turn with approvals."""
+    """List the built-in tools, call them, and run a model turn with approvals.
+
+    Each `$ expediter ...` line is followed by what that command prints; the demo's host also
+    offers three tools of its own (delete_file, flaky, send_email) and an email policy.
+    """
     host = state.host(plugins=_demo_plugins())
-    started = time.time()
+    _check_ledger(state)
     click.secho(
         "expediter demo: tools are discovered, listed and called through the host.", bold=True
     )
     click.secho("\n$ expediter tools list", bold=True)
-    echo_table(
-        ["NAME", "ACTIONS", "PACK", "SOURCE"],
-        [
-            [info.name, ", ".join(info.summary()["actions"]), info.pack, info.source]
-            for info in host.catalogue()
-        ],
-    )
+    print_tools(host.catalogue())
     _show_call(
         state, "think", "think", {"thought": "Convert 09:00 Paris time for the New York team."}
     )
@@ -208,18 +216,20 @@ def demo(state: CliState) -> None:
         "convert",
         {"time": "09:00", "from_timezone": "Europe/Paris", "to_timezone": "America/New_York"},
     )
-    click.secho("\nA wrong argument type is refused before the tool runs, naming the parameter:")
+    click.secho(
+        "\nA wrong argument type is refused before the tool runs (exit status 2):", bold=True
+    )
     _show_call(state, "clock", "now", {"timezone": 42})
-    click.secho("\nA tool's own error (ToolError) reaches the model as an error result:")
+    click.secho("\nA tool's own error (ToolError) reaches the model as an error result:", bold=True)
     _show_call(state, "clock", "now", {"timezone": "Mars/Olympus_Mons"})
-    click.secho("\nA tool that raises becomes an error result; the host logs the traceback:")
-    logging.getLogger("expediter.core.host").disabled = True
-    try:
-        _show_call(state, "flaky", "flaky", {})
-    finally:
-        logging.getLogger("expediter.core.host").disabled = False
+    click.secho(
+        "\nA tool that raises becomes an error result (the host logs the traceback on "
+        "standard error, left out here):",
+        bold=True,
+    )
+    _show_call(state, "flaky", "flaky", {})
     _show_turn(state)
-    _show_ledger(state, started)
+    _show_ledger(state)
     home = os.environ.get("EXPEDITER_HOME")
     click.echo(
         "\nNext: `expediter tools schema --provider gemini`, `expediter approvals ls`, "

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from expediter.cli import CliState, pass_state
+from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten
-from expediter.core.records.calls import LEDGER_STATUSES
+from expediter.core.records.statuses import LEDGER_STATUSES
 
 if TYPE_CHECKING:
     from expediter.core.ledger import Ledger
 
-__all__ = ["db", "ledger"]
+__all__ = ["db", "ledger", "print_rows"]
 
 
 def _open(state: CliState) -> Ledger:
-    from expediter.errors import LedgerError
-
     ledger = state.ledger()
-    try:
-        ledger.check()
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    ledger.check()
     return ledger
 
 
@@ -61,14 +57,23 @@ def list_calls(
     limit: int,
     as_json: bool,
 ) -> None:
-    """List recorded calls, newest first."""
+    """List recorded calls, newest first.
+
+    Long keys are cut at the end ("…"); what is shown is still a key prefix that
+    `ledger show`, `approve` and `deny` accept.
+    """
     seconds = _since(since)
     rows = _open(state).rows(
         status=status, user_id=user_id, tool=tool, since=seconds, limit=max(0, limit)
     )
     if as_json:
         echo_json([row.to_dict() for row in rows])
-        return
+    else:
+        print_rows(rows)
+
+
+def print_rows(rows: Iterable[Any]) -> None:
+    """The table of ``ledger ls``; a long key is cut at the end, so it stays a key prefix."""
     echo_table(
         ["KEY", "STATUS", "TOOL", "ACTION", "USER", "ATTEMPTED", "MS", "ERROR"],
         [
@@ -92,8 +97,13 @@ def list_calls(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def show_call(state: CliState, key: str, as_json: bool) -> None:
-    """Show one recorded call, arguments and result included."""
-    row = _open(state).get(key)
+    """Show one recorded call, arguments and result included.
+
+    KEY is the call's ledger key, or any unique beginning of it (as `ledger ls` shows it).
+    """
+    ledger = _open(state)
+    full = state.call_key(key)
+    row = None if full is None else ledger.get(full)
     if row is None:
         raise click.UsageError(f"the ledger has no call {key!r}")
     data = row.to_dict()

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from expediter.core.records.text import truncate
+
 __all__ = ["echo_json", "echo_table", "shorten", "warn"]
 
 
@@ -19,8 +21,7 @@ def echo_json(data: Any) -> None:
 
 def shorten(text: str, width: int) -> str:
     """Cut text to a width with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    return truncate(" ".join(text.split()), width, "…")
 
 
 def event_text(event: Any, width: int) -> str:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from expediter.cli import CliState, pass_state
+from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, shorten, warn
 
 if TYPE_CHECKING:
     from expediter.core.host import Host
 
-__all__ = ["plugins", "tools"]
+__all__ = ["PROVIDER_NAMES", "plugins", "print_tools", "tools"]
 
 
 def _warn_problems(state: CliState) -> None:
@@ -36,10 +37,9 @@ def plugins(state: CliState, as_json: bool) -> None:
     """
     host = state.host(strict=False)
     _print_packs(host, as_json)
-    from expediter.core.config import PluginSettings
     from expediter.core.host import strict_message
 
-    if PluginSettings.from_env().strict and host.errors:
+    if state.config.strict_plugins and host.errors:
         raise click.ClickException(strict_message(host.errors))
 
 
@@ -91,8 +91,13 @@ def list_tools(state: CliState, as_json: bool, include_internal: bool) -> None:
     infos = host.catalogue(include_internal=include_internal)
     if as_json:
         echo_json([info.summary() for info in infos])
-        _warn_problems(state)
-        return
+    else:
+        print_tools(infos)
+    _warn_problems(state)
+
+
+def print_tools(infos: Iterable[Any]) -> None:
+    """The table of ``tools list``: name, actions, pack, source, description."""
     echo_table(
         ["NAME", "ACTIONS", "PACK", "SOURCE", "DESCRIPTION"],
         [
@@ -106,7 +111,6 @@ def list_tools(state: CliState, as_json: bool, include_internal: bool) -> None:
             for info in infos
         ],
     )
-    _warn_problems(state)
 
 
 def _type_text(schema: dict[str, Any]) -> str:

@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
 
-from expediter.cli import CliState, pass_state
-from expediter.cli.output import echo_json, echo_table, event_text, shorten
+from expediter.cli.app import CliState, pass_state
+from expediter.cli.output import echo_json, echo_table, event_text, shorten, warn
 from expediter.cli.tools import PROVIDER_NAMES
 
-__all__ = ["approvals", "approve", "deny", "parse", "read_response", "run"]
+__all__ = [
+    "approval_items",
+    "approvals",
+    "approve",
+    "deny",
+    "parse",
+    "print_approvals",
+    "print_events",
+    "read_response",
+    "run",
+    "run_exit_code",
+]
+
+#: Event statuses that make ``expediter run`` exit 1.
+_FAILED = frozenset({"error", "denied"})
+
+
+def run_exit_code(statuses: Iterable[str]) -> int:
+    """0 when every call completed or is waiting (for approval, for the client), 1 when any
+    ended in ``error`` or ``denied``."""
+    return 1 if any(status in _FAILED for status in statuses) else 0
 
 
 def read_response(path: str) -> dict[str, Any]:
@@ -32,6 +53,26 @@ def read_response(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise click.UsageError(f"{path} must hold a JSON object (the provider's response)")
     return data
+
+
+def _hint_other_provider(provider: str, response: dict[str, Any], calls: Sequence[Any]) -> None:
+    """Warn when a response yields no calls and looks like another provider's, which would."""
+    if calls:
+        return
+    from expediter.core.turns.providers import detect_provider, get_provider
+
+    detected = detect_provider(response)
+    if detected is None:
+        return
+    named, other = type(get_provider(provider)), type(get_provider(detected))
+    if named.read_calls is other.read_calls:
+        return  # read alike (openai, mistral, ollama): no calls either way
+    found = len(other().read_calls(response))
+    counted = f" ({found} tool calls)" if found else ""
+    warn(
+        f"no tool calls found reading the response as {provider}; it looks like a response "
+        f"from {detected}{counted}: try --provider {detected}"
+    )
 
 
 _provider_option = click.option(
@@ -58,6 +99,7 @@ def parse(
     """Show the tool calls in a saved model response, mapped to tools and actions."""
     response = read_response(response_path)
     calls = state.host().toolset(user_id=user_id).parse_calls(provider, response)
+    _hint_other_provider(provider, response, calls)
     if as_json:
         echo_json([call.to_dict() for call in calls])
         return
@@ -77,7 +119,8 @@ def parse(
     )
 
 
-def _print_events(events: list[Any], as_json: bool) -> None:
+def print_events(events: Sequence[Any], as_json: bool = False) -> None:
+    """What ``run``, ``approve`` and ``deny`` print: one JSON event per line, or a table."""
     if as_json:
         for event in events:
             click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
@@ -135,15 +178,20 @@ def run(
     Prints one event per call (completed, error, denied, awaiting_approval or
     requires_client_execution); with --messages, the messages that give the results back to
     the model instead.
+
+    Exit status: 0 when every call completed or is waiting (awaiting_approval,
+    requires_client_execution), 1 when any call ended in error or denied, 2 for bad usage.
     """
     response = read_response(response_path)
     toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
     calls = toolset.parse_calls(provider, response)
+    _hint_other_provider(provider, response, calls)
     events = list(toolset.run(calls, message_id=message_id, run_id=run_id))
     if messages:
         echo_json(toolset.result_messages(provider, calls, events))
-        return
-    _print_events(events, as_json)
+    else:
+        print_events(events, as_json)
+    sys.exit(run_exit_code(event.status for event in events))
 
 
 @click.group()
@@ -156,14 +204,18 @@ def approvals() -> None:
 @pass_state
 def list_approvals(state: CliState, as_json: bool) -> None:
     """List the calls waiting for approval, oldest first."""
-    from expediter.core.ledger.records import iso
-    from expediter.errors import LedgerError
+    items = approval_items(state.ledger().pending_approvals())
+    if as_json:
+        echo_json(items)
+    else:
+        print_approvals(items)
 
-    try:
-        rows = state.ledger().pending_approvals()
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from exc
-    items = [
+
+def approval_items(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """The JSON form of ``approvals ls``, one object per waiting ledger row."""
+    from expediter.core.ledger.records import iso
+
+    return [
         {
             "key": row.key,
             "call_id": row.call_id,
@@ -176,9 +228,10 @@ def list_approvals(state: CliState, as_json: bool) -> None:
         }
         for row in rows
     ]
-    if as_json:
-        echo_json(items)
-        return
+
+
+def print_approvals(items: Sequence[dict[str, Any]]) -> None:
+    """The table of ``approvals ls``."""
     echo_table(
         ["KEY", "USER", "TOOL", "ACTION", "REQUESTED", "ARGUMENTS"],
         [
@@ -198,16 +251,13 @@ def list_approvals(state: CliState, as_json: bool) -> None:
 def _decide(state: CliState, key: str, approved: bool, reason: str | None, as_json: bool) -> None:
     import getpass
 
-    from expediter.errors import ExpediterError
-
-    try:
-        event = state.host().resume(key, approved, approver=getpass.getuser(), reason=reason)
-    except ExpediterError as exc:
-        raise click.ClickException(str(exc)) from exc
+    host = state.host()
+    key = state.call_key(key) or key  # an unknown key: resume says the ledger has no such call
+    event = host.resume(key, approved, approver=getpass.getuser(), reason=reason)
     if as_json:
         echo_json(event.to_dict())
     else:
-        _print_events([event], as_json=False)
+        print_events([event], as_json=False)
     sys.exit(0 if event.status in ("completed", "denied") else 1)
 
 
@@ -217,7 +267,10 @@ def _decide(state: CliState, key: str, approved: bool, reason: str | None, as_js
 @click.option("--json", "as_json", is_flag=True, help="Print the call's final event as JSON.")
 @pass_state
 def approve(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
-    """Approve a waiting call and run it now (from any machine sharing the ledger)."""
+    """Approve a waiting call and run it now (from any machine sharing the ledger).
+
+    KEY is the call's ledger key, or any unique beginning of it (as `ledger ls` shows it).
+    """
     _decide(state, key, True, reason, as_json)
 
 
@@ -227,5 +280,9 @@ def approve(state: CliState, key: str, reason: str | None, as_json: bool) -> Non
 @click.option("--json", "as_json", is_flag=True, help="Print the denied event as JSON.")
 @pass_state
 def deny(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
-    """Deny a waiting call; the model is told it was denied and why."""
+    """Deny a waiting call; the model is told it was denied and why.
+
+    KEY is the call's ledger key, or any unique beginning of it. The call's tool need not be
+    loadable here: a denial runs nothing.
+    """
     _decide(state, key, False, reason, as_json)

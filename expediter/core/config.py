@@ -1,17 +1,31 @@
-"""Settings read from the environment: plugin switches, tools directories, the data directory."""
+"""The host's configuration, read from the environment in one place (``HostConfig.from_env``).
+
+``Host()``, the CLI, the pytest fixtures and ``Ledger`` all take their settings from a
+``HostConfig``, so a host application and ``expediter ...`` commands always agree on the ledger,
+the data directory, the tools directories, the limits and the plugin switches.
+"""
 
 from __future__ import annotations
 
 import os
-import re
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
+from expediter.core.environment import (
+    BUILTIN_DIR,
+    expediter_home,
+    flag,
+    normalize_name,
+    split_names,
+    split_paths,
+)
+
 __all__ = [
     "BUILTIN_DIR",
+    "HostConfig",
     "PluginSettings",
     "expediter_home",
     "normalize_name",
@@ -19,52 +33,10 @@ __all__ = [
     "split_paths",
 ]
 
-#: The built-in tools: scanned like a tools directory.
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "plugins"
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-
-
-def normalize_name(name: str) -> str:
-    """Compare pack names like PEP 503: case-insensitive, runs of ``-``, ``_``, ``.`` alike."""
-    return re.sub(r"[-_.]+", "_", name.strip()).lower()
-
-
-def split_names(value: str | None) -> frozenset[str]:
-    """Parse a comma-separated list of pack names."""
-    if not value:
-        return frozenset()
-    return frozenset(normalize_name(part) for part in value.split(",") if part.strip())
-
-
-def split_paths(value: str | None) -> tuple[Path, ...]:
-    """Parse an ``os.pathsep``-separated list of directories."""
-    if not value:
-        return ()
-    return tuple(Path(part).expanduser() for part in value.split(os.pathsep) if part.strip())
-
-
-def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in _TRUE
-
-
-def expediter_home(environ: Mapping[str, str] | None = None) -> Path:
-    """Return ``EXPEDITER_HOME``, or the platform's user data directory for expediter."""
-    env = os.environ if environ is None else environ
-    if env.get("EXPEDITER_HOME"):
-        return Path(env["EXPEDITER_HOME"]).expanduser()
-    if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "expediter"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "expediter"
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "expediter"
-
 
 @attrs.frozen
 class PluginSettings:
-    """Which packs discovery may import, from the ``EXPEDITER_*_PLUGIN*`` switches."""
+    """Which packs discovery may import (``HostConfig.plugin_settings``)."""
 
     #: ``EXPEDITER_DISABLE_PLUGINS``: never import these packs.
     disabled: frozenset[str] = frozenset()
@@ -78,28 +50,6 @@ class PluginSettings:
     tools_path: tuple[Path, ...] = ()
     #: Whether the built-in tools (``expediter/plugins``) are offered.
     builtins: bool = True
-
-    @classmethod
-    def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        *,
-        autoload: bool = True,
-        tools_path: Iterable[str | os.PathLike[str]] = (),
-        builtins: bool = True,
-    ) -> PluginSettings:
-        """Read the switches from the environment (operator switches always apply)."""
-        env = os.environ if environ is None else environ
-        load = env.get("EXPEDITER_LOAD_PLUGINS")
-        return cls(
-            disabled=split_names(env.get("EXPEDITER_DISABLE_PLUGINS")),
-            load_only=split_names(load) if load is not None and load.strip() else None,
-            autoload=autoload and not _flag(env.get("EXPEDITER_DISABLE_PLUGIN_AUTOLOAD")),
-            strict=_flag(env.get("EXPEDITER_STRICT_PLUGINS")),
-            # Absolute, so a relative directory means the same modules from any working dir.
-            tools_path=tuple(Path(path).expanduser().resolve() for path in tools_path),
-            builtins=builtins,
-        )
 
     def allows(self, names: Iterable[str], *, entry_point: bool, built_in: bool = False) -> bool:
         """Whether a pack known by any of ``names`` may be imported."""
@@ -122,3 +72,105 @@ class PluginSettings:
             "tools_path": [str(path) for path in self.tools_path],
             "builtins": self.builtins,
         }
+
+
+def _seconds(
+    env: Mapping[str, str], name: str, default: float, *, limitless: bool = True
+) -> float | None:
+    """A number of seconds from the environment (unset: ``default``); where ``limitless``,
+    ``none``/``off``/``never`` mean no limit (None)."""
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    if limitless and text.lower() in ("none", "off", "never"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, not {text!r}")
+    return value
+
+
+def _path_tuple(value: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    # Absolute, so a relative directory means the same modules from any working directory.
+    return tuple(Path(path).expanduser().resolve() for path in value)
+
+
+@attrs.frozen(kw_only=True)
+class HostConfig:
+    """Everything a host reads from its environment, read once (``HostConfig.from_env()``)."""
+
+    #: ``EXPEDITER_DATABASE_URL``: the ledger (None: an SQLite file in ``home``).
+    database_url: str | None = None
+    #: ``EXPEDITER_HOME``: the data directory (ledger file, spool, manifest cache).
+    home: Path = attrs.field(factory=expediter_home, converter=Path)
+    #: ``EXPEDITER_TOOLS_PATH``: directories of tool modules, each module one tool.
+    tools_path: tuple[Path, ...] = attrs.field(default=(), converter=_path_tuple)
+    #: ``EXPEDITER_LEASE_SECONDS``: how long a running call's lease lasts between renewals.
+    lease_seconds: float = 60.0
+    #: ``EXPEDITER_APPROVAL_SECONDS``: how long a call may wait for a decision before a sweep
+    #: abandons it.
+    approval_seconds: float = 86400.0
+    #: ``EXPEDITER_CALL_TIMEOUT``: each call must finish within this many seconds (None: never).
+    call_timeout: float | None = 60.0
+    #: ``EXPEDITER_DISABLE_PLUGINS``: packs never imported.
+    disable_plugins: frozenset[str] = frozenset()
+    #: ``EXPEDITER_LOAD_PLUGINS``: when set, the only packs imported (built-ins still load).
+    load_plugins: frozenset[str] | None = None
+    #: False with ``EXPEDITER_DISABLE_PLUGIN_AUTOLOAD=1``: entry points load only when named.
+    autoload: bool = True
+    #: ``EXPEDITER_STRICT_PLUGINS``: a pack that fails to load is fatal.
+    strict_plugins: bool = False
+    #: Whether the built-in tools are offered.
+    builtins: bool = True
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        tools_path: Iterable[str | os.PathLike[str]] = (),
+        **overrides: object,
+    ) -> HostConfig:
+        """Read ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``, and each
+        keyword in ``overrides`` that is not None replaces the environment's value."""
+        env = os.environ if environ is None else environ
+        load = env.get("EXPEDITER_LOAD_PLUGINS")
+        values: dict[str, object] = {
+            "database_url": env.get("EXPEDITER_DATABASE_URL") or None,
+            "home": expediter_home(env),
+            "tools_path": (*split_paths(env.get("EXPEDITER_TOOLS_PATH")), *tools_path),
+            "lease_seconds": _seconds(env, "EXPEDITER_LEASE_SECONDS", 60.0, limitless=False),
+            "approval_seconds": _seconds(
+                env, "EXPEDITER_APPROVAL_SECONDS", 86400.0, limitless=False
+            ),
+            "call_timeout": _seconds(env, "EXPEDITER_CALL_TIMEOUT", 60.0) or None,
+            "disable_plugins": split_names(env.get("EXPEDITER_DISABLE_PLUGINS")),
+            "load_plugins": split_names(load) if load is not None and load.strip() else None,
+            "autoload": not flag(env.get("EXPEDITER_DISABLE_PLUGIN_AUTOLOAD")),
+            "strict_plugins": flag(env.get("EXPEDITER_STRICT_PLUGINS")),
+        }
+        unknown = set(overrides) - {field.name for field in attrs.fields(cls)}
+        if unknown:
+            raise TypeError(f"HostConfig has no field {', '.join(sorted(unknown))}")
+        values.update((name, value) for name, value in overrides.items() if value is not None)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def replace(self, **changes: Any) -> HostConfig:
+        """A copy with the given fields changed (None leaves a field as it is)."""
+        changes = {name: value for name, value in changes.items() if value is not None}
+        return attrs.evolve(self, **changes) if changes else self
+
+    @property
+    def plugin_settings(self) -> PluginSettings:
+        """What discovery may import (the plugin switches, tools directories, built-ins)."""
+        return PluginSettings(
+            disabled=self.disable_plugins,
+            load_only=self.load_plugins,
+            autoload=self.autoload,
+            strict=self.strict_plugins,
+            tools_path=self.tools_path,
+            builtins=self.builtins,
+        )

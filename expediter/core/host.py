@@ -1,44 +1,36 @@
-"""The host: what is installed, the tool instances, and running one call end to end."""
+"""The host: the composition root. It reads a ``HostConfig`` once, discovers what is installed,
+and wires the stages (discovery, ledger, turns, calls) by handing each its collaborators."""
 
 from __future__ import annotations
 
 import difflib
-import functools
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
-from expediter.core.config import BUILTIN_DIR, PluginSettings, expediter_home, split_paths
+from expediter.core.config import BUILTIN_DIR, HostConfig
 from expediter.core.discovery import manifest
 from expediter.core.discovery.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
-from expediter.core.records.calls import CallEvent, new_run_id
-from expediter.errors import (
-    ActionNotFound,
-    ArgumentError,
-    LedgerError,
-    PluginLoadError,
-    ToolConflict,
-    ToolNotFound,
-)
-from expediter.hookspecs.tool import Action, CallContext
+from expediter.core.records.calls import CallEvent, ToolCall, new_run_id
+from expediter.errors import PluginLoadError, ToolConflict, ToolNotFound
 
 if TYPE_CHECKING:
     # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
     # needs none of them, so they are imported where they are first used.
     import pluggy
 
+    from expediter.core.calls.approvals import Approvals
     from expediter.core.calls.eventloop import BackgroundLoop
-    from expediter.core.calls.results import Outcome
-    from expediter.core.discovery.loading import LoadedTool, Registry, ToolType
+    from expediter.core.calls.executor import Executor
+    from expediter.core.discovery.hooks import HostHooks
+    from expediter.core.discovery.loading import LoadedTools, ToolType
     from expediter.core.discovery.packs import LoadedPack
-    from expediter.core.ledger import Attempt, Ledger
-    from expediter.core.turns.toolset import ToolInstance, Toolset, _Composition
+    from expediter.core.ledger import Ledger
+    from expediter.core.turns.toolset import Offers, ToolInstance, Toolset
 
 __all__ = ["Host", "strict_message"]
 
@@ -47,55 +39,14 @@ logger = logging.getLogger(__name__)
 _HOST_PACK = "host"
 
 
-class _Call:
-    """One direct call in flight (a plain slotted class: it is made on every call)."""
+class _Unset:
+    """The default of ``Host(call_timeout=...)``: take the configuration's value."""
 
-    __slots__ = (
-        "action",
-        "arguments",
-        "attempt",
-        "call_id",
-        "instance_id",
-        "owner_id",
-        "run_id",
-        "started",
-        "tool",
-        "user_id",
-    )
-
-    def __init__(
-        self,
-        tool: str,
-        action: str,
-        arguments: Mapping[str, Any] | None,
-        user_id: str | None,
-        run_id: str,
-        call_id: str,
-    ) -> None:
-        self.tool = tool
-        self.action = action
-        self.arguments = arguments
-        self.user_id = user_id
-        self.run_id = run_id
-        self.call_id = call_id
-        self.started = time.perf_counter()
-        self.instance_id: str | None = None
-        self.owner_id: str | None = None
-        #: The ledger record of this call, once proposed.
-        self.attempt: Attempt | None = None
-
-    @property
-    def key(self) -> str:
-        """The ledger key: ``run_id:call_id`` (direct calls have no message)."""
-        return f"{self.run_id}:{self.call_id}"
+    def __repr__(self) -> str:
+        return "<from HostConfig>"
 
 
-def _is_mapping(value: object) -> bool:
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _is_awaitable(value: object) -> bool:
-    return hasattr(value, "__await__")
+_UNSET: Any = _Unset()
 
 
 def strict_message(errors: Iterable[str]) -> str:
@@ -103,22 +54,17 @@ def strict_message(errors: Iterable[str]) -> str:
     return "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set):\n  " + "\n  ".join(errors)
 
 
-@functools.cache
-def _outcome_of() -> Callable[..., Outcome]:
-    from expediter.core.calls.results import outcome_of
-
-    return outcome_of
-
-
 @final
 class Host:
     """Discovers tool packs, offers their tools, and runs calls.
 
-    ``Host()`` offers installed packs and the built-ins; ``Host.from_env()`` also reads
-    ``EXPEDITER_TOOLS_PATH`` and ``EXPEDITER_DATABASE_URL``. The plugin switches
-    (``EXPEDITER_DISABLE_PLUGINS`` and friends) are operator controls and always apply.
-    ``plugins`` adds in-process tools and host plugins; ``builtins=False`` hides the built-ins;
-    ``strict`` overrides ``EXPEDITER_STRICT_PLUGINS``; ``environ`` replaces ``os.environ``.
+    ``Host()`` reads its configuration from the environment (``HostConfig.from_env()``: the
+    ledger, the data directory, the tools directories, the limits and the plugin switches), so
+    a host application and the ``expediter`` command always agree. An explicit argument
+    replaces the environment's value, except ``tools_path``, which adds to
+    ``EXPEDITER_TOOLS_PATH``; ``config=`` gives the whole configuration instead (the
+    environment is then not read). ``plugins`` adds in-process tools and host plugins;
+    ``record_calls=False`` records nothing (no database at all).
     """
 
     def __init__(
@@ -127,66 +73,65 @@ class Host:
         tools_path: Iterable[str | os.PathLike[str]] = (),
         autoload: bool = True,
         *,
+        config: HostConfig | None = None,
         plugins: Iterable[object] = (),
         home: str | os.PathLike[str] | None = None,
         refresh: bool = False,
-        builtins: bool = True,
+        builtins: bool | None = None,
         strict: bool | None = None,
         environ: Mapping[str, str] | None = None,
         record_calls: bool = True,
         fail_closed: bool = False,
         lease_seconds: float | None = None,
-        call_timeout: float | None = 60.0,
+        call_timeout: float | None = _UNSET,
         model_result_tokens: int = 4000,
         approval_seconds: float | None = None,
     ) -> None:
-        env = os.environ if environ is None else environ
-        #: Each call of a turn must finish within this many seconds (None: no deadline).
-        self.call_timeout = call_timeout
+        overrides: dict[str, Any] = {
+            "database_url": database_url,
+            "home": home,
+            "lease_seconds": lease_seconds,
+            "approval_seconds": approval_seconds,
+            "builtins": builtins,
+            "strict_plugins": strict,
+            "autoload": None if autoload else False,
+        }
+        if config is None:
+            config = HostConfig.from_env(environ, tools_path=tools_path, **overrides)
+        else:
+            extra = tuple(tools_path)
+            config = config.replace(**overrides, tools_path=(*config.tools_path, *extra) or None)
+        if call_timeout is not _UNSET:
+            config = attrs.evolve(config, call_timeout=call_timeout)
+        #: The configuration this host was built with (read once).
+        self.config = config
+        self.home = config.home
+        self.database_url = config.database_url
+        self.settings = config.plugin_settings
+        self.call_timeout = config.call_timeout
         #: The model's copy of a result is cut to about this many tokens (4 characters each).
         self.model_result_chars = max(200, int(model_result_tokens) * 4)
-        self.approval_seconds = (
-            float(approval_seconds)
-            if approval_seconds is not None
-            else float(env.get("EXPEDITER_APPROVAL_SECONDS") or 86400)
-        )
-        self._hooks_present: dict[str, bool] = {}
-        self.database_url = database_url
-        #: Whether ``call`` records every call in the ledger (False: no database at all).
+        #: Whether calls are recorded in the ledger (False: no database at all).
         self.record_calls = record_calls
         self.fail_closed = fail_closed
-        self.lease_seconds = (
-            float(lease_seconds)
-            if lease_seconds is not None
-            else float(env.get("EXPEDITER_LEASE_SECONDS") or 60)
-        )
         self._ledger: Ledger | None = None
-        self.home = Path(home) if home is not None else expediter_home(environ)
-        self.settings = PluginSettings.from_env(
-            environ, autoload=autoload, tools_path=tools_path, builtins=builtins
-        )
-        if strict is not None:
-            self.settings = attrs.evolve(self.settings, strict=strict)
         self._packs: dict[str, LoadedPack] = {}
         self._plugin_errors: list[str] = []
         self._lock = threading.RLock()
         self._catalogue = self._discover(refresh=refresh)
-        extra = list(plugins)
-        if extra:
+        extra_plugins = list(plugins)
+        if extra_plugins:
             from expediter.core.discovery.packs import load_objects
 
-            self._add_host_pack(load_objects(_HOST_PACK, extra))
+            self._add_host_pack(load_objects(_HOST_PACK, extra_plugins))
         if self.settings.strict and self.errors:
             raise PluginLoadError(strict_message(self.errors))
-        self._plugin_manager: pluggy.PluginManager | None = None
-        self._wrappers: list[object] | None = None
-        self._registry: Registry | None = None
+        self._hooks: HostHooks | None = None
+        self._loaded_tools: LoadedTools | None = None
+        self._executor: Executor | None = None
+        self._approvals: Approvals | None = None
+        self._offers: Offers | None = None
         self._loop: BackgroundLoop | None = None
-        #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
-        self._schema_cache: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
-        #: Toolset compositions by the identity of their sources (see ``toolset._compose``).
-        self._toolset_cache: dict[tuple[int, ...], _Composition] = {}
-        self._installed_sources: tuple[Any, ...] | None = None
 
     @classmethod
     def from_env(
@@ -199,57 +144,102 @@ class Host:
         environ: Mapping[str, str] | None = None,
         database_url: str | None = None,
     ) -> Host:
-        """Configure from ``EXPEDITER_*``; ``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``;
-        ``database_url`` (the CLI's ``--database``) wins over ``EXPEDITER_DATABASE_URL``."""
-        env = os.environ if environ is None else environ
+        """The same as ``Host(...)``: configured from ``EXPEDITER_*``, explicit arguments
+        winning (``tools_path`` adds to ``EXPEDITER_TOOLS_PATH``)."""
         return cls(
-            database_url=database_url or env.get("EXPEDITER_DATABASE_URL") or None,
-            tools_path=[*split_paths(env.get("EXPEDITER_TOOLS_PATH")), *tools_path],
+            database_url=database_url,
+            tools_path=tools_path,
             plugins=plugins,
             refresh=refresh,
             strict=strict,
-            environ=env,
+            environ=environ,
         )
 
-    # -- discovery ---------------------------------------------------------------------------
+    # -- the stages, wired on first use --------------------------------------------------------
 
     @property
     def ledger(self) -> Ledger:
-        """The call ledger (``database_url``, or an SQLite file in ``EXPEDITER_HOME``)."""
+        """The call ledger (``database_url``, or an SQLite file in ``home``)."""
         if self._ledger is None:
             from expediter.core.ledger import Ledger
 
             with self._lock:
                 if self._ledger is None:
-                    ledger = Ledger(
-                        self.database_url,
-                        home=self.home,
-                        lease_seconds=self.lease_seconds,
-                        fail_closed=self.fail_closed,
-                        approval_seconds=self.approval_seconds,
-                    )
+                    ledger = Ledger.from_config(self.config, fail_closed=self.fail_closed)
                     ledger.open()
                     self._ledger = ledger
         return self._ledger
 
-    def _open_ledger(self) -> None:
-        """Open the ledger before a call's clock starts; its errors are reported by the call."""
-        if self.record_calls and self._ledger is None:
-            try:
-                self.ledger  # noqa: B018 - opening is the point
-            except LedgerError:
-                pass
-
     @property
-    def registry(self) -> Registry:
-        """The loaded tool instances and their dispatch relays."""
-        if self._registry is None:
-            from expediter.core.discovery.loading import Registry
+    def hooks(self) -> HostHooks:
+        """The host plugins' hooks, as the pipeline asks them."""
+        if self._hooks is None:
+            from expediter.core.discovery.hooks import HostHooks
 
             with self._lock:
-                if self._registry is None:
-                    self._registry = Registry(self._resolve_type, self._host_wrappers)
-        return self._registry
+                if self._hooks is None:
+                    self._hooks = HostHooks(self._build_plugin_manager)
+        return self._hooks
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The host's plugin manager: packs implementing host hooks, and ``plugins=`` objects."""
+        return self.hooks.manager
+
+    @property
+    def loaded_tools(self) -> LoadedTools:
+        """The loaded tool instances and their dispatch relays."""
+        if self._loaded_tools is None:
+            from expediter.core.discovery.loading import LoadedTools
+
+            with self._lock:
+                if self._loaded_tools is None:
+                    self._loaded_tools = LoadedTools(self._resolve_type, self.hooks.wrappers)
+        return self._loaded_tools
+
+    @property
+    def executor(self) -> Executor:
+        """The one pipeline every call runs through."""
+        if self._executor is None:
+            from expediter.core.calls.executor import Executor
+
+            with self._lock:
+                if self._executor is None:
+                    self._executor = Executor(
+                        loaded_tools=self.loaded_tools,
+                        hooks=self.hooks,
+                        ledger=(lambda: self.ledger) if self.record_calls else None,
+                        loop=self._background_loop,
+                        call_timeout=self.call_timeout,
+                        model_result_chars=self.model_result_chars,
+                    )
+        return self._executor
+
+    @property
+    def _decisions(self) -> Approvals:
+        if self._approvals is None:
+            from expediter.core.calls.approvals import Approvals
+
+            with self._lock:
+                if self._approvals is None:
+                    self._approvals = Approvals(
+                        self.executor,
+                        self.loaded_tools,
+                        lambda: self.ledger,
+                        self.model_result_chars,
+                    )
+        return self._approvals
+
+    def _background_loop(self) -> BackgroundLoop:
+        if self._loop is None:
+            from expediter.core.calls.eventloop import BackgroundLoop
+
+            with self._lock:
+                if self._loop is None:
+                    self._loop = BackgroundLoop()
+        return self._loop
+
+    # -- discovery ---------------------------------------------------------------------------
 
     def _discover(self, *, refresh: bool) -> Catalogue:
         key = manifest.cache_key(self.settings, BUILTIN_DIR)
@@ -305,15 +295,6 @@ class Host:
             "run `expediter --refresh tools list` to rebuild the tool cache"
         )
 
-    @property
-    def plugin_manager(self) -> pluggy.PluginManager:
-        """The host's plugin manager: packs implementing host hooks, and ``plugins=`` objects."""
-        if self._plugin_manager is None:
-            with self._lock:
-                if self._plugin_manager is None:
-                    self._plugin_manager = self._build_plugin_manager()
-        return self._plugin_manager
-
     def _build_plugin_manager(self) -> pluggy.PluginManager:
         import pluggy
 
@@ -342,64 +323,11 @@ class Host:
                     # One broken host plugin must not take every call down with it.
                     self._plugin_errors.append(f"plugin {name!r}: {type(exc).__name__}: {exc}")
                     logger.error("host plugin %s was not registered: %s", name, exc, exc_info=exc)
+        if logging.getLogger("expediter.core.discovery.loading").isEnabledFor(logging.DEBUG):
+            from expediter.core.discovery.loading import trace_hook_calls
+
+            trace_hook_calls(manager, "host")
         return manager
-
-    def _has_hook(self, name: str) -> bool:
-        """Whether any host plugin implements a hook (checked once: plugins are fixed)."""
-        found = self._hooks_present.get(name)
-        if found is None:
-            caller = getattr(self.plugin_manager.hook, name, None)
-            found = bool(caller is not None and caller.get_hookimpls())
-            self._hooks_present[name] = found
-        return found
-
-    def _observe(self, event: CallEvent) -> None:
-        """Tell every ``on_call_event`` observer; one that raises is logged and skipped."""
-        if not self._has_hook("on_call_event"):
-            return
-        for impl in self.plugin_manager.hook.on_call_event.get_hookimpls():
-            try:
-                impl.function(*[{"event": event}[name] for name in impl.argnames])
-            except Exception as exc:
-                logger.error(
-                    "on_call_event observer %s raised %s; ignored",
-                    impl.plugin_name,
-                    type(exc).__name__,
-                    exc_info=exc,
-                )
-
-    def resume(
-        self,
-        key: str,
-        approved: bool,
-        approver: str | None = None,
-        reason: str | None = None,
-        *,
-        instances: Iterable[ToolInstance | Mapping[str, Any]] = (),
-    ) -> CallEvent:
-        """Approve (and run, here and now) or deny a call waiting for approval, from any
-        process; the live decision is asked again, and a denial it gives wins.
-
-        A configured instance is rebuilt from the configuration recorded with the call;
-        when that configuration held secrets (never recorded) pass the instance again in
-        ``instances``, as given to ``toolset()``.
-        """
-        from expediter.core.calls.executor import Resumer
-
-        return Resumer(self).resume(key, approved, approver, reason, instances)
-
-    def submit_client_result(self, key: str, result: Any) -> CallEvent:
-        """Record the result of a client-side call (``requires_client_execution``)."""
-        from expediter.core.calls.executor import Resumer
-
-        return Resumer(self).submit(key, result)
-
-    def _host_wrappers(self) -> list[object]:
-        if self._wrappers is None:
-            from expediter.core.discovery.loading import wrapper_shims
-
-            self._wrappers = wrapper_shims(self.plugin_manager)
-        return self._wrappers
 
     # -- what is installed ---------------------------------------------------------------------
 
@@ -441,6 +369,22 @@ class Host:
 
     # -- turns ----------------------------------------------------------------------------------
 
+    # -- turns ----------------------------------------------------------------------------------
+
+    def _offer(self) -> Offers:
+        if self._offers is None:
+            from expediter.core.turns.toolset import Offers
+
+            with self._lock:
+                if self._offers is None:
+                    self._offers = Offers(
+                        catalogue=self.catalogue,
+                        tool_info=self.tool_info,
+                        load=self.loaded_tools.load,
+                        runner=self.executor,
+                    )
+        return self._offers
+
     def toolset(
         self,
         user_id: str | None = None,
@@ -452,11 +396,10 @@ class Host:
     ) -> Toolset:
         """The tools to offer in one turn: every installed non-internal tool, plus ``instances``
         (configured instances with their own id and display name), ``client_tools`` (OpenAI-style
-        function definitions the application runs itself) and the ``internal`` tools named."""
-        from expediter.core.turns.toolset import build_toolset
+        function definitions the application runs itself) and the ``internal`` tools named.
 
-        return build_toolset(
-            self,
+        A host application acting for a user runs the model's calls with ``toolset.run``."""
+        return self._offer().toolset(
             user_id=user_id,
             instances=instances,
             client_tools=client_tools,
@@ -465,40 +408,9 @@ class Host:
             allowlist=allowlist,
         )
 
-    # -- calling --------------------------------------------------------------------------------
+    # -- the operator's calls -------------------------------------------------------------------
 
-    def _secret(self, name: str, context: CallContext) -> str | None:
-        value = self.plugin_manager.hook.resolve_secret(name=name, context=context)
-        return value if isinstance(value, str) else None
-
-    def _prepare(self, call: _Call) -> tuple[LoadedTool, dict[str, Any], CallContext]:
-        """Resolve the tool instance and action, check the arguments, build the context."""
-        tool, action, arguments, user_id = call.tool, call.action, call.arguments, call.user_id
-        if arguments is None:
-            arguments = {}
-        if not _is_mapping(arguments):
-            raise ArgumentError(
-                f"arguments for {tool}.{action} must be a JSON object, "
-                f"got {type(arguments).__name__}"
-            )
-        loaded = self.registry.load(tool, user_id)
-        context = CallContext(
-            user_id=user_id,
-            owner_id=loaded.user_id,
-            instance_id=loaded.instance_id,
-            tool=tool,
-            run_id=call.run_id,
-            call_id=call.call_id,
-            secret_resolver=self._secret,
-        )
-        actions = loaded.actions(context)
-        found = actions.get(action)
-        if found is None or not found.active:
-            available = ", ".join(name for name, item in actions.items() if item.active) or "none"
-            raise ActionNotFound(f"tool {tool!r} has no action {action!r} (available: {available})")
-        return loaded, loaded.arguments_for(found, arguments), context
-
-    def _new_call(
+    def _direct(
         self,
         tool: str,
         action: str,
@@ -506,77 +418,19 @@ class Host:
         user_id: str | None,
         run_id: str | None,
         call_id: str | None,
-    ) -> _Call:
-        run_id = run_id or new_run_id()
-        call_id = call_id or f"call_{os.urandom(6).hex()}"
-        return _Call(tool, action, arguments, user_id, run_id, call_id)
+    ) -> Any:
+        from expediter.core.calls.steps import Turn
 
-    def _begin(self, call: _Call) -> Any:
-        """Check the call and start the tool: returns its value or an awaitable of it."""
-        loaded, arguments, context = self._prepare(call)
-        call.instance_id = loaded.instance_id
-        call.owner_id = loaded.user_id
-        if self.record_calls:
-            call.attempt = self._propose(call)
-            if call.attempt.created is False:
-                raise LedgerError(
-                    f"the ledger already has a call {call.key!r}; it was not run again"
-                )
-        return loaded.call(action=call.action, arguments=arguments, context=context)
-
-    def _propose(self, call: _Call) -> Attempt:
-        return self.ledger.begin(
-            key=call.key,
-            call_id=call.call_id,
-            name=call.action,
-            run_id=call.run_id,
-            user_id=call.user_id,
-            owner_id=call.owner_id,
-            instance_id=call.instance_id,
-            tool=call.tool,
-            action=call.action,
-            arguments=call.arguments if _is_mapping(call.arguments) else None,
+        call = ToolCall(
+            call_id=call_id or f"call_{os.urandom(6).hex()}",
+            name=action,
+            arguments={} if arguments is None else arguments,
+            instance_id=tool,
+            tool=tool,
+            action=action,
         )
-
-    def _record(self, call: _Call, outcome: Outcome, duration_ms: float) -> None:
-        """Finish the call's ledger row (proposing it first when the call failed early)."""
-        if outcome.error_type == "LedgerError":
-            return
-        try:
-            if call.attempt is None:
-                call.attempt = self._propose(call)
-            self.ledger.finish(
-                call.attempt,
-                ok=outcome.ok,
-                result=outcome.value,
-                error=outcome.error,
-                duration_ms=duration_ms,
-            )
-        except Exception as exc:
-            logger.error("the ledger could not record call %s: %s", call.key, exc, exc_info=exc)
-
-    def _end(self, call: _Call, value: Any = None, exc: BaseException | None = None) -> CallEvent:
-        """Normalize the tool's value or exception into the final event."""
-        outcome = _outcome_of()(value, exc, tool=call.tool, action=call.action, log=logger)
-        arguments = call.arguments
-        duration_ms = int((time.perf_counter() - call.started) * 1_000_000) / 1000
-        if self.record_calls:
-            self._record(call, outcome, duration_ms)
-        return CallEvent(
-            status="completed" if outcome.ok else "error",
-            key=call.key,
-            call_id=call.call_id,
-            name=call.action,
-            tool=call.tool,
-            action=call.action,
-            arguments=dict(arguments) if arguments is not None and _is_mapping(arguments) else {},
-            result=outcome.value,
-            error=outcome.error,
-            error_type=outcome.error_type,
-            duration_ms=duration_ms,
-            instance_id=call.instance_id,
-            user_id=call.user_id,
-        )
+        turn = Turn(user_id, operator=True)
+        return self.executor.begin(turn, call, message_id=None, run_id=run_id or new_run_id())
 
     def call(
         self,
@@ -588,16 +442,20 @@ class Host:
         run_id: str | None = None,
         call_id: str | None = None,
     ) -> CallEvent:
-        """Run one action of one tool and return the final event; never raises for tool errors."""
-        self._open_ledger()
-        call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
-        try:
-            value = self._begin(call)
-            if _is_awaitable(value):
-                value = self._background_loop().run(value)
-        except Exception as exc:
-            return self._end(call, exc=exc)
-        return self._end(call, value)
+        """Run one action of one tool as the operator and return the final event; never raises
+        for what the tool did.
+
+        This is the operator's path (``expediter call``): an approval the action or a policy
+        asks for counts as given by the operator (recorded as decision ``operator``), while a
+        forced prompt or a denial still refuses the call. A host application acting for a user
+        runs calls through ``toolset(...).run(...)`` instead. The call runs through the same
+        pipeline as a turn: same checks, deadline, hooks, result copies and ledger rows.
+        """
+        executor = self.executor
+        step = self._direct(tool, action, arguments, user_id, run_id, call_id)
+        if step.final is not None:
+            return executor.emit(step.final)
+        return executor.execute(step)
 
     async def acall(
         self,
@@ -609,23 +467,48 @@ class Host:
         run_id: str | None = None,
         call_id: str | None = None,
     ) -> CallEvent:
-        """Async ``call``: async tools are awaited on the caller's event loop."""
-        self._open_ledger()
-        call = self._new_call(tool, action, arguments, user_id, run_id, call_id)
-        try:
-            value = self._begin(call)
-            if _is_awaitable(value):
-                value = await value
-        except Exception as exc:
-            return self._end(call, exc=exc)
-        return self._end(call, value)
+        """Async ``call``: async tools are awaited on the caller's loop, sync tools run in a
+        thread, both within the call timeout."""
+        executor = self.executor
+        step = self._direct(tool, action, arguments, user_id, run_id, call_id)
+        if step.final is not None:
+            return executor.emit(step.final)
+        return await executor.aexecute(step)
 
-    def _background_loop(self) -> BackgroundLoop:
-        if self._loop is None:
-            from expediter.core.calls.eventloop import BackgroundLoop
+    # -- calls decided elsewhere ----------------------------------------------------------------
 
-            self._loop = BackgroundLoop()
-        return self._loop
+    def resume(
+        self,
+        key: str,
+        approved: bool,
+        approver: str | None = None,
+        reason: str | None = None,
+        *,
+        instances: Iterable[ToolInstance | Mapping[str, Any]] = (),
+    ) -> CallEvent:
+        """Approve (and run, here and now) or deny a call waiting for approval, from any
+        process; the live decision is asked again, and a denial it gives wins.
+
+        A configured instance is rebuilt from the configuration recorded with the call;
+        when that configuration held secrets (never recorded) pass the instance again in
+        ``instances``, as given to ``toolset()``.
+        """
+        return self._decisions.resume(key, approved, approver, reason, instances)
+
+    def submit_client_result(self, key: str, result: Any) -> CallEvent:
+        """Record the result of a client-side call (``requires_client_execution``)."""
+        return self._decisions.submit(key, result)
+
+    def outcome(self, key: str) -> CallEvent:
+        """The call's current event rebuilt from the ledger (``awaiting_approval`` while it
+        waits; the model's copy of the result once it completed). LedgerError for an unknown
+        key."""
+        return self._decisions.outcome(key)
+
+    def wait(self, keys: Iterable[str], timeout: float | None = None) -> dict[str, CallEvent]:
+        """Wait until every key's call is final, or the timeout passes; return the events of the
+        calls final by then (never raises for a timeout)."""
+        return self._decisions.wait(keys, timeout)
 
     def close(self) -> None:
         """Stop the background loop used for async tools and close the ledger."""

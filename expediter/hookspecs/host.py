@@ -1,8 +1,9 @@
 """Hooks for host applications and tool packs: registration, policy, observation, results.
 
 ``execute_action`` wrappers (``@hookimpl(wrapper=True)`` on ``execute_action``) registered on the
-host wrap every tool's ``execute_action``; the hook itself is specified in
-``expediter.hookspecs.tool``.
+host wrap every tool's ``execute_action``, sync or async: around an async action, ``yield``
+returns the awaited result (or raises what was raised while awaiting it). The hook itself is
+specified in ``expediter.hookspecs.tool``.
 """
 
 from __future__ import annotations
@@ -56,4 +57,4 @@ def resolve_secret(name: str, context: CallContext) -> str | None:
 
 @hookspec
 def register_commands(cli: Any) -> None:
-    """Add subcommands to the ``expediter`` command line (``cli`` is its click group)."""
+    """Add subcommands to the ``expediter`` command line (``cli`` is a click group)."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
+from expediter.core.records.convert import json_form, structure, unstructure
 from expediter.hookspecs import hookspec
 
 __all__ = [
@@ -40,6 +41,15 @@ def _mapping(value: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(value) if value else {}
 
 
+def _parameters(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return value or _empty_object_schema()
+
+
+def _fixed(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return value or {}
+
+
+@json_form(load={"parameters": _parameters, "fixed": _fixed})
 @attrs.frozen
 class Action:
     """One operation a tool offers to the model."""
@@ -55,26 +65,12 @@ class Action:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form of this action."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "parameters": dict(self.parameters),
-            "fixed": dict(self.fixed),
-            "require_approval": self.require_approval,
-            "active": self.active,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Action:
-        """Build an action from its JSON form."""
-        return cls(
-            name=data["name"],
-            description=data.get("description", ""),
-            parameters=data.get("parameters") or _empty_object_schema(),
-            fixed=data.get("fixed") or {},
-            require_approval=bool(data.get("require_approval", False)),
-            active=bool(data.get("active", True)),
-        )
+        """Build an action from its JSON form (a null or empty schema means no parameters)."""
+        return structure(data, cls)
 
 
 def _optional_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -99,32 +95,12 @@ class ConfigField:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form of this field."""
-        return {
-            "name": self.name,
-            "type": self.type,
-            "label": self.label,
-            "description": self.description,
-            "required": self.required,
-            "secret": self.secret,
-            "default": self.default,
-            "enum": None if self.enum is None else list(self.enum),
-            "depends_on": None if self.depends_on is None else dict(self.depends_on),
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ConfigField:
         """Build a field from its JSON form."""
-        return cls(
-            name=data["name"],
-            type=data.get("type", "string"),
-            label=data.get("label"),
-            description=data.get("description", ""),
-            required=bool(data.get("required", False)),
-            secret=bool(data.get("secret", False)),
-            default=data.get("default"),
-            enum=data.get("enum"),
-            depends_on=data.get("depends_on"),
-        )
+        return structure(data, cls)
 
 
 SecretResolver = Callable[[str, "CallContext"], "str | None"]
@@ -174,13 +150,28 @@ class CallContext:
 
 @attrs.frozen
 class Decision:
-    """Whether one call may run: allowed, needs a human's approval, or denied."""
+    """Whether one call may run: allowed, needs a human's approval, or denied.
+
+    A decision says one thing: ``deny`` together with ``require_approval`` or ``forced`` is
+    refused with ``ValueError``. ``forced`` is a kind of ask, so ``Decision(forced=True)`` is
+    the same decision as ``Decision(require_approval=True, forced=True)``.
+    """
 
     require_approval: bool = False
     #: A forced prompt cannot be bypassed by any allowlist (e.g. deleting data).
     forced: bool = False
     deny: bool = False
     reason: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.deny and (self.require_approval or self.forced):
+            asked = "forced=True" if self.forced else "require_approval=True"
+            raise ValueError(
+                f"a Decision cannot both deny a call and ask about it (deny=True with {asked}); "
+                "use Decision.denied(...) to refuse or Decision.ask(...) to ask a human"
+            )
+        if self.forced and not self.require_approval:
+            object.__setattr__(self, "require_approval", True)
 
     @property
     def verdict(self) -> Literal["allow", "ask", "deny"]:

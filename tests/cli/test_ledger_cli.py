@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.events import LEDGER_FIELDS
 
 from expediter.cli import cli
 from expediter.core.ledger import Ledger
@@ -34,23 +35,7 @@ def crash(reason: str = "boom") -> str:
     raise RuntimeError(reason)
 '''
 #: The fields of `ledger ls --json` / `ledger show --json` (DESIGN.md section 11).
-DOCUMENTED = {
-    "key",
-    "call_id",
-    "message_id",
-    "run_id",
-    "user_id",
-    "owner_id",
-    "instance_id",
-    "tool",
-    "action",
-    "status",
-    "decision",
-    "error",
-    "attempted_at",
-    "finished_at",
-    "duration_ms",
-}
+DOCUMENTED = set(LEDGER_FIELDS)
 
 
 @pytest.fixture
@@ -275,6 +260,45 @@ def test_ledger_show_of_an_unknown_key_exits_two(
     code, _, err = expediter("ledger", "show", "run:nothing")
     assert code == 2
     assert "the ledger has no call 'run:nothing'" in err
+
+
+def test_ledger_ls_shortens_keys_to_prefixes_ledger_show_accepts(
+    expediter: Callable[..., tuple[int, str, str]], three_calls: list[dict[str, Any]]
+) -> None:
+    code, out, _ = expediter("ledger", "ls")
+    assert code == 0
+    shown = [line.split()[0] for line in out.splitlines()[1:]]
+    newest_first = [event["key"] for event in reversed(three_calls)]
+    assert all(len(key) > 44 for key in newest_first)  # long enough to be cut
+    for cut, key in zip(shown, newest_first, strict=True):
+        assert cut.endswith("…")
+        assert key.startswith(cut.removesuffix("…"))  # the end is cut, not the middle
+        for pasted in (cut, cut.removesuffix("…")):
+            code, out, err = expediter("ledger", "show", pasted, "--json")
+            assert code == 0, err
+            assert json.loads(out)["key"] == key
+
+
+def test_ledger_show_takes_a_unique_key_prefix_and_lists_an_ambiguous_ones_keys(
+    expediter: Callable[..., tuple[int, str, str]], three_calls: list[dict[str, Any]]
+) -> None:
+    keys = sorted(event["key"] for event in three_calls)
+    shared = keys[0][:8]
+    assert all(key.startswith(shared) for key in keys)
+
+    code, out, err = expediter("ledger", "show", shared)
+    assert (code, out) == (2, "")
+    assert f"{shared!r} begins several keys ({', '.join(keys)})" in err
+
+    unique = keys[1].split(":")[0] + ":"
+    code, out, err = expediter("ledger", "show", unique, "--json")
+    assert code == 0, err
+    assert json.loads(out)["key"] == keys[1]
+
+    for no_match in ("%", "_", shared.upper() + "X", "nothing"):
+        code, _, err = expediter("ledger", "show", no_match)
+        assert code == 2
+        assert f"the ledger has no call {no_match!r}" in err
 
 
 def test_ledger_stats_sums_up_calls_failures_and_durations_per_tool(

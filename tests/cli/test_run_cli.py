@@ -15,24 +15,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.events import EVENT_FIELDS
+from support.responses import openai_response
 
 from expediter.cli import cli
 from expediter.core.ledger import Ledger
 from expediter.core.ledger.records import LedgerRow
 
 EXPEDITER = Path(sys.executable).with_name("expediter")
-EVENT_FIELDS = {
-    "status",
-    "key",
-    "call_id",
-    "name",
-    "tool",
-    "action",
-    "arguments",
-    "result",
-    "error",
-    "duration_ms",
-}
 #: ``expediter run`` on a saved OpenAI response (the path comes next).
 RUN = ("run", "--provider", "openai", "--response")
 APPROVAL_FIELDS = {"key", "call_id", "user_id", "tool", "action", "arguments", "requested_at"}
@@ -74,14 +64,6 @@ def tools_dir(tmp_path: Path) -> Path:
     return directory
 
 
-def openai_response(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    tool_calls = [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(a)}}
-        for call_id, name, a in calls
-    ]
-    return {"choices": [{"message": {"role": "assistant", "tool_calls": tool_calls}}]}
-
-
 @pytest.fixture
 def response_file(tmp_path: Path) -> Path:
     """A saved response calling echo, refund (needs approval), crash, and a made-up name."""
@@ -117,9 +99,12 @@ def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def run_json(tools_dir: Path, response_file: Path, *extra: str) -> list[dict[str, Any]]:
+def run_json(
+    tools_dir: Path, response_file: Path, *extra: str, status: int = 1
+) -> list[dict[str, Any]]:
+    """``run --json`` events; the status is 1 by default: ``response_file`` has failing calls."""
     code, out, err = invoke(*RUN, str(response_file), "--json", *extra, tools_dir=tools_dir)
-    assert code == 0, err
+    assert code == status, err
     return lines(out)
 
 
@@ -171,7 +156,7 @@ def test_run_json_prints_one_event_per_line_with_the_documented_fields(
 
 def test_run_prints_a_readable_table_by_default(tools_dir: Path, response_file: Path) -> None:
     code, out, _ = invoke(*RUN, str(response_file), "--message-id", "m1", tools_dir=tools_dir)
-    assert code == 0
+    assert code == 1  # c3 and c4 end in errors
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["STATUS", "CALL", "ID"]
     assert [line.split()[:2] for line in rows] == [
@@ -190,7 +175,7 @@ def test_run_messages_prints_the_providers_result_messages(
     code, out, _ = invoke(
         *RUN, str(response_file), "--message-id", "m1", "--messages", tools_dir=tools_dir
     )
-    assert code == 0
+    assert code == 1
     messages = json.loads(out)
     assert [(m["role"], m["tool_call_id"]) for m in messages] == [
         ("tool", "c1"),
@@ -351,7 +336,7 @@ def test_approve_from_another_process_after_the_run_exited(
         )
 
     ran = expediter(*RUN, str(response_file), "--message-id", "m1", "--json")
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 1, ran.stderr  # c3 and c4 end in errors
     assert lines(ran.stdout)[1]["status"] == "awaiting_approval"
     assert not (tools_dir / "refunds.log").exists()
 
@@ -385,3 +370,192 @@ def test_approving_a_call_that_already_ran_exits_non_zero(
     code, _, err = invoke("approve", "m1:c1", tools_dir=tools_dir)
     assert code == 1
     assert "is executed" in err
+
+
+# -- exit status ----------------------------------------------------------------------------------
+
+
+def write_response(path: Path, *calls: tuple[str, str, dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(openai_response(*calls)))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("calls", "extra", "status"),
+    [
+        ([("c1", "echo", {"text": "hi"})], (), 0),
+        ([("c1", "echo", {"text": "hi"}), ("c2", "refund", {"order": "A1"})], (), 0),
+        ([("c2", "refund", {"order": "A1"})], ("--headless",), 1),
+        ([("c1", "echo", {"text": "hi"}), ("c3", "crash", {})], (), 1),
+        ([("c1", "echo", {"text": "hi"}), ("c4", "restock", {})], (), 1),
+        ([("c1", "echo", {})], (), 1),
+        ([], (), 0),
+    ],
+    ids=["completed", "waiting", "denied", "error", "unknown-name", "bad-arguments", "no-calls"],
+)
+def test_run_exits_0_when_every_call_completed_or_waits_else_1(
+    tools_dir: Path,
+    tmp_path: Path,
+    calls: list[tuple[str, str, dict[str, Any]]],
+    extra: tuple[str, ...],
+    status: int,
+) -> None:
+    path = write_response(tmp_path / "reply.json", *calls)
+    for output in ((), ("--json",), ("--messages",)):
+        code, _, err = invoke(*RUN, str(path), *extra, *output, tools_dir=tools_dir)
+        assert code == status, (output, err)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--response", "reply.json"),
+        ("run", "--provider", "openai", "--response", "missing.json"),
+        ("run", "--provider", "cohere", "--response", "reply.json"),
+    ],
+    ids=["no-provider", "missing-file", "unknown-provider"],
+)
+def test_run_exits_2_on_bad_usage(
+    args: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_response(tmp_path / "reply.json", ("c1", "now", {}))
+    assert invoke(*args)[0] == 2
+
+
+def test_run_help_documents_the_exit_status() -> None:
+    code, out, _ = invoke("run", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "0 when every call completed or is waiting" in text
+    assert "1 when any call ended in error or denied, 2 for bad usage" in text
+
+
+# -- the response looks like another provider's ------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "parse"])
+def test_a_reply_from_another_provider_is_named_when_no_call_is_found(
+    command: str, tmp_path: Path
+) -> None:
+    from support.responses import RESPONSES
+
+    saved = str(RESPONSES / "anthropic_messages.json")
+
+    code, out, err = invoke(command, "--provider", "openai", "--response", saved, "--json")
+
+    assert code == 0
+    assert json.loads(out) == [] if command == "parse" else out == ""
+    assert err.strip() == (
+        "warning: no tool calls found reading the response as openai; it looks like a "
+        "response from anthropic (3 tool calls): try --provider anthropic"
+    )
+
+
+@pytest.mark.parametrize(
+    ("provider", "saved"),
+    [
+        ("openai", "mistral_chat.json"),  # read alike: its calls are found
+        ("anthropic", "anthropic_messages.json"),
+        ("openai-responses", "openai_responses.json"),
+    ],
+)
+def test_no_hint_when_the_reply_reads_as_named(provider: str, saved: str) -> None:
+    from support.responses import RESPONSES
+
+    code, _, err = invoke(
+        "parse", "--provider", provider, "--response", str(RESPONSES / saved), "--json"
+    )
+    assert (code, err) == (0, "")
+
+
+def test_no_hint_for_a_reply_without_calls_from_the_named_provider(tmp_path: Path) -> None:
+    path = tmp_path / "text.json"
+    path.write_text(json.dumps({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}))
+    code, _, err = invoke("run", "--provider", "openai", "--response", str(path))
+    assert (code, err) == (0, "")
+
+
+# -- deciding where the tool is not installed -----------------------------------------------------
+
+
+def test_deny_and_approve_in_a_process_where_the_tool_is_not_loadable(
+    tools_dir: Path, tmp_path: Path, ledger: Ledger
+) -> None:
+    env = {**os.environ, "EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+    def expediter(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(EXPEDITER), *args], capture_output=True, text=True, env=env, timeout=60
+        )
+
+    path = write_response(
+        tmp_path / "reply.json",
+        ("r1", "refund", {"order": "A1"}),
+        ("r2", "refund", {"order": "B2"}),
+    )
+    ran = expediter("--tools-dir", str(tools_dir), *RUN, str(path), "--message-id", "m1")
+    assert ran.returncode == 0, ran.stderr  # both wait for approval
+
+    # No --tools-dir: the shop tool is not loadable in these processes.
+    denied = expediter("deny", "m1:r1", "--reason", "no ticket", "--json")
+    approved = expediter("approve", "m1:r2")
+
+    assert denied.returncode == 0, denied.stderr
+    assert json.loads(denied.stdout)["status"] == "denied"
+    assert row(ledger, "m1:r1").status == "denied"
+    assert (approved.returncode, approved.stdout) == (1, "")
+    assert "Traceback" not in approved.stderr
+    (line,) = approved.stderr.strip().splitlines()
+    assert line.startswith("Error: call 'm1:r2' cannot run here: ")
+    for advice in ("--tools-dir", "EXPEDITER_TOOLS_PATH", "deny it"):
+        assert advice in line
+    assert row(ledger, "m1:r2").status == "awaiting_approval"
+    assert not (tools_dir / "refunds.log").exists()
+
+
+# -- key prefixes ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_waiting_calls(tools_dir: Path, tmp_path: Path) -> tuple[str, str]:
+    """Keys ``msg_0123abcd:r1`` and ``msg_0124abcd:r1``, both waiting for approval."""
+    path = write_response(tmp_path / "reply.json", ("r1", "refund", {"order": "A1"}))
+    for message_id in ("msg_0123abcd", "msg_0124abcd"):
+        code, _, err = invoke(*RUN, str(path), "--message-id", message_id, tools_dir=tools_dir)
+        assert code == 0, err
+    return "msg_0123abcd:r1", "msg_0124abcd:r1"
+
+
+@pytest.mark.parametrize("command", ["approve", "deny"])
+def test_approve_and_deny_take_a_unique_key_prefix(
+    command: str, tools_dir: Path, two_waiting_calls: tuple[str, str], ledger: Ledger
+) -> None:
+    first, second = two_waiting_calls
+
+    code, out, err = invoke(command, "msg_0123", "--json", tools_dir=tools_dir)
+
+    assert code == 0, err
+    assert json.loads(out)["key"] == first
+    assert row(ledger, first).status in ("executed", "denied")
+    assert row(ledger, second).status == "awaiting_approval"
+
+
+@pytest.mark.parametrize("command", ["approve", "deny"])
+def test_an_ambiguous_prefix_is_bad_usage_listing_the_keys(
+    command: str, tools_dir: Path, two_waiting_calls: tuple[str, str], ledger: Ledger
+) -> None:
+    code, out, err = invoke(command, "msg_012", tools_dir=tools_dir)
+
+    assert (code, out) == (2, "")
+    assert "'msg_012' begins several keys (msg_0123abcd:r1, msg_0124abcd:r1)" in err
+    assert {row(ledger, key).status for key in two_waiting_calls} == {"awaiting_approval"}
+
+
+@pytest.mark.parametrize("prefix", ["msg_9", "msg%", "msg_012_", "MSG_0123"])
+def test_a_prefix_that_begins_no_key_is_an_unknown_call(
+    prefix: str, tools_dir: Path, two_waiting_calls: tuple[str, str]
+) -> None:
+    code, _, err = invoke("approve", prefix, tools_dir=tools_dir)
+    assert code == 1
+    assert f"the ledger has no call {prefix!r}" in err

@@ -10,20 +10,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.responses import RESPONSES, SAVED, load
 
 from expediter.cli import cli
 
-RESPONSES = Path(__file__).parents[1] / "data" / "responses"
 PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "mistral", "ollama")
 PARSE_FIELDS = {"call_id", "name", "instance_id", "tool", "action", "arguments", "error"}
-SAVED = {
-    "openai": "openai_chat.json",
-    "openai-responses": "openai_responses.json",
-    "anthropic": "anthropic_messages.json",
-    "gemini": "gemini.json",
-    "mistral": "mistral_chat.json",
-    "ollama": "ollama_chat.json",
-}
 
 TOOLS = '''
 import expediter
@@ -211,7 +203,7 @@ def test_parse_reads_standard_input_for_a_dash() -> None:
 
 
 def test_parse_shows_unknown_names_and_bad_arguments_as_errors(tmp_path: Path) -> None:
-    response = json.loads((RESPONSES / "openai_chat.json").read_text(encoding="utf-8"))
+    response = load("openai_chat.json")
     calls = response["choices"][0]["message"]["tool_calls"]
     calls[0]["function"]["name"] = "clock_now"
     calls[1]["function"]["arguments"] = '{"time": "09:30"'

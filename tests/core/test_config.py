@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from expediter.core.config import PluginSettings, expediter_home, normalize_name, split_paths
+from expediter.core.config import (
+    HostConfig,
+    PluginSettings,
+    expediter_home,
+    normalize_name,
+    split_paths,
+)
 
 
 def test_names_compare_like_distribution_names() -> None:
@@ -14,7 +20,7 @@ def test_names_compare_like_distribution_names() -> None:
 
 
 def test_switches_are_parsed_from_the_environment(tmp_path: Path) -> None:
-    settings = PluginSettings.from_env(
+    settings = HostConfig.from_env(
         {
             "EXPEDITER_DISABLE_PLUGINS": "a, B-c,",
             "EXPEDITER_LOAD_PLUGINS": "d",
@@ -22,7 +28,7 @@ def test_switches_are_parsed_from_the_environment(tmp_path: Path) -> None:
             "EXPEDITER_STRICT_PLUGINS": "1",
         },
         tools_path=[tmp_path],
-    )
+    ).plugin_settings
     assert settings.disabled == {"a", "b_c"}
     assert settings.load_only == {"d"}
     assert (settings.autoload, settings.strict) == (False, True)
@@ -31,9 +37,9 @@ def test_switches_are_parsed_from_the_environment(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", ["", "0", "false", "no"])
 def test_false_values_leave_switches_off(value: str) -> None:
-    settings = PluginSettings.from_env(
+    settings = HostConfig.from_env(
         {"EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": value, "EXPEDITER_STRICT_PLUGINS": value}
-    )
+    ).plugin_settings
     assert (settings.autoload, settings.strict) == (True, False)
 
 
@@ -79,3 +85,42 @@ def test_home_defaults_to_the_user_data_directory(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr("sys.platform", "linux")
     assert expediter_home({"XDG_DATA_HOME": "/data"}) == Path("/data/expediter")
     assert expediter_home({}) == Path.home() / ".local" / "share" / "expediter"
+
+
+def test_host_config_reads_every_setting_from_the_environment(tmp_path: Path) -> None:
+    config = HostConfig.from_env(
+        {
+            "EXPEDITER_DATABASE_URL": "sqlite:///x.db",
+            "EXPEDITER_HOME": str(tmp_path / "home"),
+            "EXPEDITER_TOOLS_PATH": str(tmp_path / "a"),
+            "EXPEDITER_LEASE_SECONDS": "7",
+            "EXPEDITER_APPROVAL_SECONDS": "90",
+            "EXPEDITER_CALL_TIMEOUT": "0",
+            "EXPEDITER_STRICT_PLUGINS": "yes",
+        },
+        tools_path=[tmp_path / "b"],
+    )
+    assert config.database_url == "sqlite:///x.db"
+    assert config.home == tmp_path / "home"
+    assert config.tools_path == (tmp_path / "a", tmp_path / "b")  # the argument adds
+    assert (config.lease_seconds, config.approval_seconds) == (7.0, 90.0)
+    assert config.call_timeout is None  # 0: no deadline
+    assert config.strict_plugins
+
+
+def test_explicit_values_replace_the_environments(tmp_path: Path) -> None:
+    environ = {"EXPEDITER_DATABASE_URL": "sqlite:///env.db", "EXPEDITER_LEASE_SECONDS": "7"}
+    config = HostConfig.from_env(environ, database_url="sqlite:///mine.db", lease_seconds=None)
+    assert config.database_url == "sqlite:///mine.db"
+    assert config.lease_seconds == 7.0  # None leaves the environment's value
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_bad_number_names_its_variable(value: str) -> None:
+    with pytest.raises(ValueError, match="EXPEDITER_LEASE_SECONDS"):
+        HostConfig.from_env({"EXPEDITER_LEASE_SECONDS": value})
+
+
+def test_an_unknown_override_is_refused() -> None:
+    with pytest.raises(TypeError, match="database"):
+        HostConfig.from_env({}, database="sqlite:///x.db")

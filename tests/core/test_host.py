@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.events import EVENT_FIELDS
 
 import expediter
 from expediter.core.host import Host
@@ -45,18 +46,7 @@ def test_a_completed_call_returns_an_event_with_the_documented_shape(make_host) 
     event = make_host(Raw()).call("raw", "act", {"x": 1}, user_id="u1")
     assert event.ok
     data = event.to_dict()
-    assert {
-        "status",
-        "key",
-        "call_id",
-        "name",
-        "tool",
-        "action",
-        "arguments",
-        "result",
-        "error",
-        "duration_ms",
-    } <= set(data)
+    assert set(data) >= EVENT_FIELDS
     assert data["status"] == "completed"
     assert data["result"] == {"got": {"x": 1}}
     assert data["key"] == f"{event.key.split(':')[0]}:{event.call_id}"
@@ -134,7 +124,7 @@ def test_a_crashing_tool_becomes_an_error_event_and_is_logged_with_traceback(
         event = make_host(explode).call("explode", "explode", {})
     assert (event.status, event.error_type) == ("error", "KeyError")
     assert event.error == "KeyError: 'missing'"
-    (record,) = [r for r in caplog.records if r.name == "expediter.core.host"]
+    (record,) = [r for r in caplog.records if r.name == "expediter.core.calls.executor"]
     assert record.exc_info is not None
     assert record.exc_info[0] is KeyError
 
@@ -288,3 +278,39 @@ def test_a_host_plugin_with_a_bad_hook_signature_does_not_break_calls(make_host)
     (error,) = host.errors
     assert "resolve_secret" in error
     assert "nonsense" in error
+
+
+def test_host_and_the_cli_agree_on_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from expediter.cli import cli
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    monkeypatch.setenv("EXPEDITER_DATABASE_URL", url)
+    with Host() as host:
+        event = host.call("clock", "now")
+        assert host.ledger.database.url == url
+    result = CliRunner().invoke(cli, ["ledger", "show", event.key, "--json"])
+    assert result.exit_code == 0, result.output
+    assert event.key in result.output
+
+
+def test_explicit_host_arguments_win_and_tools_path_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    for directory, name in ((first, "alpha"), (second, "beta")):
+        directory.mkdir()
+        (directory / f"{name}.py").write_text(
+            "import expediter\n\n@expediter.tool\ndef run() -> str:\n    return 'x'\n"
+        )
+    monkeypatch.setenv("EXPEDITER_TOOLS_PATH", str(first))
+    monkeypatch.setenv("EXPEDITER_DATABASE_URL", "sqlite:///from-env.db")
+    monkeypatch.setenv("EXPEDITER_CALL_TIMEOUT", "5")
+    host = Host(tools_path=[second], database_url="sqlite:///explicit.db", call_timeout=None)
+    assert {"alpha", "beta"} <= {info.name for info in host.catalogue()}
+    assert host.config.database_url == "sqlite:///explicit.db"
+    assert host.config.call_timeout is None
+    assert Host().config.call_timeout == 5.0

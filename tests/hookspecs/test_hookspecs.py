@@ -43,3 +43,27 @@ def test_tool_hooks_are_firstresult_and_broadcast_host_hooks_are_not() -> None:
         name for name in HOST_HOOKS if getattr(host_spec, name).expediter_spec["firstresult"]
     }
     assert firstresult == {"normalize_result", "resolve_secret"}
+
+
+def test_every_hook_is_documented_for_its_readers() -> None:
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    text = "\n".join(path.read_text(encoding="utf-8") for path in docs.glob("*.md"))
+    undocumented = [name for name in (*TOOL_HOOKS, *HOST_HOOKS) if f"`{name}" not in text]
+    assert not undocumented, f"hooks missing from docs/: {undocumented}"
+
+
+def test_no_hook_spec_lives_outside_the_hookspecs_modules() -> None:
+    # Every hook a plugin may implement is specified (and so documented) in expediter.hookspecs;
+    # the host's own machinery (async wrappers, tracing) adds no hook of its own.
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "expediter"
+    elsewhere = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "hookspecs" not in path.parts
+        and ("@hookspec" in (text := path.read_text(encoding="utf-8")) or "HookspecMarker" in text)
+    ]
+    assert not elsewhere

@@ -285,3 +285,69 @@ def expediter(tmp_path: Path, site_dir: SiteDir) -> Expediter:
     return Expediter(
         home=home, workdir=workdir, import_log=tmp_path / "imports.log", pythonpath=[site_dir.path]
     )
+
+
+def pip_installed_venv(root: Path, *projects: Path) -> Expediter:
+    """A virtualenv under ``root`` holding expediter (from this checkout) and ``projects``, all
+    pip-installed as a user would install them; the ``expediter`` command of that venv.
+
+    The venv has no pip of its own: this interpreter's pip installs into it (``--python``),
+    without dependencies; a ``.pth`` file then makes the test environment's site-packages
+    (pluggy, attrs, cattrs, click, tzdata) importable there, after the venv's own.
+    """
+    import importlib.util
+    import sysconfig
+
+    def run(command: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=600, check=False, **options
+        )
+        assert completed.returncode == 0, (
+            f"$ {' '.join(command)}\n{completed.stdout}\n{completed.stderr}"
+        )
+        return completed
+
+    venv = root / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    bin_dir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    python = bin_dir / Path(sys.executable).name
+    if not python.exists():
+        python = bin_dir / ("python.exe" if sys.platform == "win32" else "python")
+    # Without hatchling here, pip builds the projects in isolated build environments.
+    no_isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-input",
+            "--disable-pip-version-check",
+            *no_isolation,
+            str(REPO_ROOT),
+            *[str(project) for project in projects],
+        ]
+    )
+    # Only now (so pip never saw the outer environment) borrow the dependencies.
+    target = run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]
+    ).stdout.strip()
+    outer = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    Path(target, "_outer_dependencies.pth").write_text("\n".join(sorted(outer)) + "\n")
+    installed = run(
+        [str(python), "-c", "import expediter; print(expediter.__file__)"], cwd=root
+    ).stdout.strip()
+    assert Path(installed).resolve().is_relative_to(venv.resolve()), (
+        f"the venv imports expediter from {installed}, not from its own site-packages"
+    )
+    return Expediter(
+        home=root / "home",
+        workdir=root,
+        import_log=root / "imports.log",
+        command=expediter_command(bin_dir),
+        write_bytecode=True,
+    )

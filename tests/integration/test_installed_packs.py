@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from support.events import EVENT_FIELDS
 
 from .conftest import (
     REPO_ROOT,
@@ -27,18 +28,6 @@ from .conftest import (
 
 TOOLS_LIST_FIELDS = {"name", "pack", "source", "internal", "actions"}
 PLUGINS_FIELDS = {"name", "version", "source", "tools", "error"}
-EVENT_FIELDS = {
-    "status",
-    "key",
-    "call_id",
-    "name",
-    "tool",
-    "action",
-    "arguments",
-    "result",
-    "error",
-    "duration_ms",
-}
 
 # -- a real distribution, pip-installed into a throwaway virtualenv -------------------------------
 

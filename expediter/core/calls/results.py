@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from expediter.core.authoring.conversion import NotJSON, to_json_value
+
+# ``clean_text``, ``model_copy`` and ``sanitize`` live in ``core.records.text``; they stay
+# importable from here, where the executor has always found them.
+from expediter.core.records.text import clean_text, model_copy, sanitize
 from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
@@ -22,62 +26,23 @@ __all__ = [
     "sanitize",
 ]
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-# NUL and the other control characters (tab, newline and carriage return are kept).
-_CONTROL = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127])
-
-
-def sanitize(value: Any) -> Any:
-    """JSON data with NUL and control characters removed from every string (keys too)."""
-    if isinstance(value, str):
-        return value.translate(_CONTROL) if not value.isprintable() else value
-    if isinstance(value, list):
-        return [sanitize(item) for item in value]
-    if isinstance(value, dict):
-        return {sanitize(key): sanitize(item) for key, item in value.items()}
-    return value
-
-
-def clean_text(text: str) -> str:
-    """An error message without NUL or control characters (tab and newlines kept)."""
-    return text if text.isprintable() else text.translate(_CONTROL)
-
-
-def model_copy(value: Any, limit: int) -> str:
-    """The text the model reads: JSON (never repr), cut to ``limit`` characters keeping its head
-    and tail around a marker that says how much was left out."""
-    if isinstance(value, str):
-        text = value
-    elif type(value) is int:
-        return str(value)
-    elif value is None or type(value) is bool:
-        return "null" if value is None else ("true" if value else "false")
-    else:
-        text = _ENCODER.encode(value)
-    if len(text) <= limit:
-        return text
-    marker = f"\n[... {len(text) - limit} characters omitted ...]\n"
-    room = max(0, limit - len(marker))
-    head = room * 2 // 3
-    return text[:head] + marker + text[len(text) - (room - head) :]
-
 
 @attrs.frozen
 class Outcome:
-    """A call's normalized result."""
+    """A call's normalized result: ok with a JSON value, or an error.
 
-    status: Literal["ok", "error"]
+    The call's status is ``completed`` or ``error`` from ``ok`` (``CallStatus``); an outcome
+    has no status vocabulary of its own.
+    """
+
+    #: Whether the call succeeded.
+    ok: bool
     value: Any = None
     error: str | None = None
     #: ``ArgumentError``, ``ToolNotFound``, ``ToolError``, or the type of the exception raised.
     error_type: str | None = None
     #: Whether the error came from the tool raising an unexpected exception.
     crashed: bool = False
-
-    @property
-    def ok(self) -> bool:
-        """Whether the call succeeded."""
-        return self.status == "ok"
 
 
 def _json_or_error(value: Any) -> tuple[Any, str | None]:
@@ -103,41 +68,41 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 def outcome_from_value(value: Any) -> Outcome:
     """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
     if type(value) in _SCALARS:
-        return Outcome("ok", value=sanitize(value) if type(value) is str else value)
+        return Outcome(True, value=sanitize(value) if type(value) is str else value)
     if isinstance(value, BaseException):
         return outcome_from_exception(value)
     if isinstance(value, ToolResult):
         data, problem = _json_or_error(value.value)
         if problem is not None:
-            return Outcome("error", error=problem, error_type="ResultError")
-        if value.status == "error":
+            return Outcome(False, error=problem, error_type="ResultError")
+        if not value.ok:
             message = value.error or (
                 data if isinstance(data, str) else "the tool reported an error"
             )
-            return Outcome("error", value=data, error=clean_text(message), error_type="ToolError")
-        return Outcome("ok", value=data)
+            return Outcome(False, value=data, error=clean_text(message), error_type="ToolError")
+        return Outcome(True, value=data)
     data, problem = _json_or_error(value)
     if problem is not None:
-        return Outcome("error", error=problem, error_type="ResultError")
+        return Outcome(False, error=problem, error_type="ResultError")
     if isinstance(data, Mapping):
         reported = _in_band_error(data)
         if reported is not None:
-            return Outcome("error", value=data, error=reported, error_type="ToolError")
-    return Outcome("ok", value=data)
+            return Outcome(False, value=data, error=reported, error_type="ToolError")
+    return Outcome(True, value=data)
 
 
 def outcome_from_exception(exc: BaseException) -> Outcome:
     """Normalize an exception: expected errors keep their message, others name their type."""
     if isinstance(exc, ArgumentError):
-        return Outcome("error", error=clean_text(exc.message), error_type="ArgumentError")
+        return Outcome(False, error=clean_text(exc.message), error_type="ArgumentError")
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
-        return Outcome("error", error=clean_text(str(exc)), error_type=type(exc).__name__)
+        return Outcome(False, error=clean_text(str(exc)), error_type=type(exc).__name__)
     if isinstance(exc, ToolError):
         data, _ = _json_or_error(exc.data)
-        return Outcome("error", value=data, error=clean_text(exc.message), error_type="ToolError")
+        return Outcome(False, value=data, error=clean_text(exc.message), error_type="ToolError")
     message = str(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    return Outcome("error", error=clean_text(text), error_type=type(exc).__name__, crashed=True)
+    return Outcome(False, error=clean_text(text), error_type=type(exc).__name__, crashed=True)
 
 
 def outcome_of(

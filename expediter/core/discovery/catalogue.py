@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
+from expediter.core.records.convert import json_form, structure, unstructure
 from expediter.hookspecs.tool import Action, ConfigField
 
-__all__ = ["Catalogue", "Conflict", "PackInfo", "PackLocation", "Source", "ToolInfo"]
+__all__ = [
+    "Catalogue",
+    "CommandInfo",
+    "Conflict",
+    "PackInfo",
+    "PackLocation",
+    "Source",
+    "ToolInfo",
+]
 
 #: Where a pack comes from.
 Source = Literal["entry-point", "directory", "built-in", "host"]
@@ -26,24 +36,43 @@ class PackLocation:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
-            "entry_points": [list(pair) for pair in self.entry_points],
-            "distribution": self.distribution,
-            "path": self.path,
-            "module": self.module,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PackLocation:
         """Build from the JSON form."""
-        return cls(
-            entry_points=tuple((str(a), str(b)) for a, b in data.get("entry_points", ())),
-            distribution=data.get("distribution"),
-            path=data.get("path"),
-            module=data.get("module"),
-        )
+        return structure(data, cls)
 
 
+@attrs.frozen
+class CommandInfo:
+    """A subcommand a pack adds to ``expediter`` (its ``register_commands`` hook)."""
+
+    name: str
+    #: The one-line help ``expediter --help`` shows.
+    help: str = ""
+
+
+def _location(data: Mapping[str, Any] | None) -> PackLocation:
+    return structure(data or {}, PackLocation)
+
+
+@json_form(
+    keys=(
+        "name",
+        "id",
+        "version",
+        "source",
+        "tools",
+        "hooks",
+        "host_hooks",
+        "error",
+        "location",
+        "commands",
+    ),
+    computed={"id": operator.attrgetter("id")},
+    load={"location": _location},
+)
 @attrs.frozen
 class PackInfo:
     """A tool pack: an installed distribution, a tools-directory module, or a built-in."""
@@ -58,6 +87,8 @@ class PackInfo:
     host_hooks: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     error: str | None = None
+    #: The subcommands the pack adds to ``expediter``, found at discovery.
+    commands: tuple[CommandInfo, ...] = ()
 
     @property
     def id(self) -> str:
@@ -68,31 +99,12 @@ class PackInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form shown by ``expediter plugins --json``."""
-        return {
-            "name": self.name,
-            "id": self.id,
-            "version": self.version,
-            "source": self.source,
-            "tools": list(self.tools),
-            "hooks": list(self.hooks),
-            "host_hooks": list(self.host_hooks),
-            "error": self.error,
-            "location": self.location.to_dict(),
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PackInfo:
         """Build from the JSON form."""
-        return cls(
-            name=data["name"],
-            version=data.get("version"),
-            source=data["source"],
-            location=PackLocation.from_dict(data.get("location") or {}),
-            hooks=tuple(data.get("hooks", ())),
-            host_hooks=tuple(data.get("host_hooks", ())),
-            tools=tuple(data.get("tools", ())),
-            error=data.get("error"),
-        )
+        return structure(data, cls)
 
 
 @attrs.frozen
@@ -133,36 +145,39 @@ class ToolInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the full JSON form (``expediter tools show --json``, the manifest cache)."""
-        return {
-            "name": self.name,
-            "pack": self.pack,
-            "version": self.version,
-            "source": self.source,
-            "internal": self.internal,
-            "user_scoped": self.user_scoped,
-            "description": self.description,
-            "actions": [action.to_dict() for action in self.actions],
-            "config": [field.to_dict() for field in self.config],
-            "pack_id": self.pack_id,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolInfo:
         """Build from the full JSON form."""
-        return cls(
-            name=data["name"],
-            pack=data["pack"],
-            version=data.get("version"),
-            source=data["source"],
-            internal=bool(data.get("internal", False)),
-            user_scoped=bool(data.get("user_scoped", False)),
-            description=data.get("description", ""),
-            actions=tuple(Action.from_dict(item) for item in data.get("actions", ())),
-            config=tuple(ConfigField.from_dict(item) for item in data.get("config", ())),
-            pack_id=data.get("pack_id", ""),
-        )
+        return structure(data, cls)
 
 
+def _dump_packs(packs: tuple[tuple[str, str | None, str, str], ...]) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "version": version, "source": source, "id": pack_id}
+        for name, version, source, pack_id in packs
+    ]
+
+
+def _load_packs(packs: list[Mapping[str, Any]]) -> tuple[tuple[str, str | None, str, str], ...]:
+    return tuple((p["name"], p.get("version"), p["source"], p.get("id", "")) for p in packs)
+
+
+def _answers_to(name: str, source: str, tool: str) -> set[str]:
+    """The names ``EXPEDITER_DISABLE_PLUGINS`` matches for a pack in a conflict over ``tool``:
+    a module's name; a distribution's name and its entry points' (not recorded in a conflict,
+    and usually named after the tool they make); none for ``Host(plugins=...)`` objects."""
+    if source == "host":
+        return set()
+    return {name, tool} if source == "entry-point" else {name}
+
+
+@json_form(
+    computed={"message": operator.attrgetter("message")},
+    dump={"packs": _dump_packs},
+    load={"packs": _load_packs},
+)
 @attrs.frozen
 class Conflict:
     """Several packs register one tool name; none of them is offered until one is disabled."""
@@ -179,38 +194,53 @@ class Conflict:
             where = pack_id.partition(":")[2] if source == "directory" else ""
             detail = f"{source}, {where}" if where else source
             described.append(f"pack {name!r} {version or '(no version)'} ({detail})")
-        names = [name for name, *_ in self.packs]
-        switchable = [name for name, _, source, _ in self.packs if source != "host"]
-        if len(set(names)) < len(names) or not switchable:
-            advice = "Rename or remove one of them."
-        else:
-            choices = " or ".join(f"EXPEDITER_DISABLE_PLUGINS={name}" for name in switchable)
-            advice = f"Disable one with {choices}."
         return (
             f"tool {self.tool!r} is registered by {' and '.join(described)}; "
-            f"neither is offered. {advice}"
+            f"neither is offered. {self._advice()}"
         )
+
+    def _advice(self) -> str:
+        """A switch that disables exactly one of the packs, else how to remove one."""
+        from expediter.core.config import normalize_name
+
+        names = [normalize_name(name) for name, *_ in self.packs]
+        tool = normalize_name(self.tool)
+        answers = [
+            _answers_to(name, source, tool)
+            for name, (_, _, source, _) in zip(names, self.packs, strict=True)
+        ]
+        distributions = [
+            name
+            for name, (_, _, source, _) in zip(names, self.packs, strict=True)
+            if source == "entry-point"
+        ]
+        switches, removals = [], []
+        for index, (name, _, source, pack_id) in enumerate(self.packs):
+            others = set().union(*(aliases for j, aliases in enumerate(answers) if j != index))
+            if source != "host" and names[index] not in others:
+                switches.append(f"EXPEDITER_DISABLE_PLUGINS={name}")
+            elif source == "directory":
+                removals.append(f"rename or move {pack_id.partition(':')[2] or name}")
+            elif source == "entry-point" and distributions.count(names[index]) > 1:
+                removals.append(f"uninstall one of the distributions named {name!r}")
+            elif source == "entry-point":
+                removals.append(f"uninstall {name}")
+        removals = list(dict.fromkeys(removals))
+        if switches:
+            alternatives = "".join(f", or {removal}" for removal in removals)
+            return f"Disable one with {' or '.join(switches)}{alternatives}."
+        if removals:
+            return f"Resolve it: {', or '.join(removals)}."
+        return "Rename or remove one of them."
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
-            "tool": self.tool,
-            "packs": [
-                {"name": name, "version": version, "source": source, "id": pack_id}
-                for name, version, source, pack_id in self.packs
-            ],
-            "message": self.message,
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Conflict:
         """Build from the JSON form."""
-        return cls(
-            tool=data["tool"],
-            packs=tuple(
-                (p["name"], p.get("version"), p["source"], p.get("id", "")) for p in data["packs"]
-            ),
-        )
+        return structure(data, cls)
 
 
 @attrs.frozen
@@ -255,17 +285,95 @@ class Catalogue:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (the manifest cache's payload)."""
-        return {
-            "packs": [pack.to_dict() for pack in self.packs],
-            "tools": [info.to_dict() for info in self.tools],
-            "conflicts": [conflict.to_dict() for conflict in self.conflicts],
-        }
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Catalogue:
-        """Build from the JSON form."""
-        return cls(
-            packs=tuple(PackInfo.from_dict(item) for item in data.get("packs", ())),
-            tools=tuple(ToolInfo.from_dict(item) for item in data.get("tools", ())),
-            conflicts=tuple(Conflict.from_dict(item) for item in data.get("conflicts", ())),
-        )
+        """Build from the JSON form (what ``structure(data, Catalogue)`` builds, faster)."""
+        return _read_catalogue(data)
+
+
+# -- reading the manifest cache ---------------------------------------------------------------
+# The one record form read without the converter. A warm `expediter tools list` reads the
+# manifest cache through `Catalogue.from_dict`, and importing cattrs plus generating its
+# functions costs that process ~20 ms: past its budget, the whole process <= 10x
+# `python -c pass` (DESIGN.md section 9; measured side by side: 12.1x through cattrs, 10.2x
+# with these readers). They follow the records' JSON forms exactly; tests/core/discovery/
+# test_catalogue.py checks they build what `structure` builds, from full and partial data.
+
+
+def _read_catalogue(data: Mapping[str, Any]) -> Catalogue:
+    return Catalogue(
+        packs=tuple(_read_pack(item) for item in data.get("packs", ())),
+        tools=tuple(_read_tool(item) for item in data.get("tools", ())),
+        conflicts=tuple(
+            Conflict(tool=item["tool"], packs=_load_packs(item["packs"]))
+            for item in data.get("conflicts", ())
+        ),
+    )
+
+
+def _read_pack(data: Mapping[str, Any]) -> PackInfo:
+    location = data.get("location") or {}
+    return PackInfo(
+        name=data["name"],
+        version=data.get("version"),
+        source=data["source"],
+        location=PackLocation(
+            entry_points=tuple(
+                (group, target) for group, target in location.get("entry_points", ())
+            ),
+            distribution=location.get("distribution"),
+            path=location.get("path"),
+            module=location.get("module"),
+        ),
+        hooks=tuple(data.get("hooks", ())),
+        host_hooks=tuple(data.get("host_hooks", ())),
+        tools=tuple(data.get("tools", ())),
+        error=data.get("error"),
+        commands=tuple(
+            CommandInfo(name=item["name"], help=item.get("help", ""))
+            for item in data.get("commands", ())
+        ),
+    )
+
+
+def _read_tool(data: Mapping[str, Any]) -> ToolInfo:
+    return ToolInfo(
+        name=data["name"],
+        pack=data["pack"],
+        version=data.get("version"),
+        source=data["source"],
+        internal=bool(data.get("internal", False)),
+        user_scoped=bool(data.get("user_scoped", False)),
+        description=data.get("description", ""),
+        actions=tuple(_read_action(item) for item in data.get("actions", ())),
+        config=tuple(_read_field(item) for item in data.get("config", ())),
+        pack_id=data.get("pack_id", ""),
+    )
+
+
+def _read_action(data: Mapping[str, Any]) -> Action:
+    return Action(
+        name=data["name"],
+        description=data.get("description", ""),
+        # A null or empty schema means no parameters (``Action.from_dict``'s rule).
+        parameters=data.get("parameters") or {"type": "object", "properties": {}},
+        fixed=data.get("fixed") or {},
+        require_approval=bool(data.get("require_approval", False)),
+        active=bool(data.get("active", True)),
+    )
+
+
+def _read_field(data: Mapping[str, Any]) -> ConfigField:
+    return ConfigField(
+        name=data["name"],
+        type=data.get("type", "string"),
+        label=data.get("label"),
+        description=data.get("description", ""),
+        required=bool(data.get("required", False)),
+        secret=bool(data.get("secret", False)),
+        default=data.get("default"),
+        enum=data.get("enum"),
+        depends_on=None if data.get("depends_on") is None else dict(data["depends_on"]),
+    )

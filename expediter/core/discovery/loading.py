@@ -4,28 +4,48 @@ Each loaded instance gets its own small pluggy ``PluginManager`` (a *relay*) hol
 tool plus the host-wide ``execute_action`` wrappers. A call looks the instance up in a dict and
 calls its relay, so the cost does not grow with the number of installed tools, while pluggy's
 wrapper and firstresult semantics stay exactly as pluggy defines them.
+
+Around an async action, pluggy's wrappers would finish before the action's coroutine runs and
+see the coroutine. So such a call runs the wrappers *inside* a coroutine, each adapted once by
+the host (``_AwaitingWrapper``): its code before ``yield`` runs when the call starts, and
+``yield`` returns the awaited result or raises the exception raised while awaiting, as around
+a sync action.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
+import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, final
 
 import attrs
 import pluggy
 
 from expediter.core.discovery.catalogue import Source
-from expediter.errors import ArgumentError, ToolNotFound
-from expediter.hookspecs import PROJECT_NAME, TOOL_HOOKS
+from expediter.errors import ArgumentError
+from expediter.hookspecs import PROJECT_NAME, TOOL_HOOKS, hookimpl
 from expediter.hookspecs import host as host_spec
 from expediter.hookspecs import tool as tool_spec
 from expediter.hookspecs.tool import Action, CallContext
 
-__all__ = ["LoadedTool", "Registry", "ToolType", "make_relay", "wrapper_shims"]
+__all__ = [
+    "LoadedTool",
+    "LoadedTools",
+    "ToolType",
+    "config_key",
+    "make_relay",
+    "trace_hook_calls",
+    "wrapper_shims",
+]
 
 Factory = Callable[[Mapping[str, Any] | None], object]
+
+logger = logging.getLogger(__name__)
 
 
 @attrs.frozen(eq=False)
@@ -58,12 +78,38 @@ def make_relay(
     for index, wrapper in enumerate(wrappers):
         relay.register(wrapper, name=f"wrapper:{index}")
     relay.check_pending()
+    if logger.isEnabledFor(logging.DEBUG):
+        trace_hook_calls(relay, f"tool {name}")
     return relay
+
+
+def trace_hook_calls(manager: pluggy.PluginManager, label: str) -> Callable[[], None]:
+    """Log every hook call of a plugin manager at DEBUG (``expediter -vv``): the hook, the
+    plugins it reaches and how it ended; never arguments or results, which may hold secrets.
+    Returns the function that stops the tracing."""
+
+    def before(hook: str, impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, Any]) -> None:
+        plugins = ", ".join(impl.plugin_name for impl in impls) or "no plugin"
+        logger.debug("%s: %s -> %s", label, hook, plugins)
+
+    def after(
+        outcome: pluggy.Result[Any],
+        hook: str,
+        impls: Sequence[pluggy.HookImpl],
+        kwargs: Mapping[str, Any],
+    ) -> None:
+        if outcome.exception is not None:
+            logger.debug("%s: %s raised %s", label, hook, type(outcome.exception).__name__)
+        else:
+            logger.debug("%s: %s returned %s", label, hook, type(outcome.get_result()).__name__)
+
+    return manager.add_hookcall_monitoring(before, after)
 
 
 @final
 class _WrapperShim:
-    """Carries one host-wide ``execute_action`` wrapper, so a relay gets only that hook."""
+    """Carries one ``execute_action`` implementation (a host-wide wrapper), so a relay gets
+    only that hook."""
 
     def __init__(self, function: Callable[..., Any]) -> None:
         self.execute_action = function
@@ -79,12 +125,118 @@ def wrapper_shims(plugin_manager: pluggy.PluginManager) -> list[object]:
 
 
 @final
+class _Teardown:
+    """One run of a host-wide wrapper around an async action, driven as pluggy drives a
+    wrapper, but resumed only once the action's awaitable has finished."""
+
+    __slots__ = ("generator", "name", "old_style")
+
+    def __init__(self, impl: pluggy.HookImpl, given: Mapping[str, Any]) -> None:
+        self.name = impl.plugin_name
+        self.old_style = impl.hookwrapper
+        generator = impl.function(*[given[name] for name in impl.argnames])
+        if not inspect.isgenerator(generator):
+            raise TypeError(f"execute_action wrapper {self.name} is not a generator")
+        self.generator: Generator[Any, Any, Any] = generator
+        try:
+            next(generator)
+        except StopIteration:
+            raise RuntimeError(f"execute_action wrapper {self.name} did not yield") from None
+
+    def finish(self, value: Any = None, exc: BaseException | None = None) -> Any:
+        """Resume the wrapper with the action's value or exception: a new-style wrapper's
+        return value (or exception) is the result; an old-style one gets a ``pluggy.Result``
+        it may change."""
+        outcome = pluggy.Result(value, exc) if self.old_style else None
+        try:
+            if outcome is not None:
+                self.generator.send(outcome)
+            elif exc is not None:
+                self.generator.throw(exc)
+            else:
+                self.generator.send(value)
+        except StopIteration as stop:
+            returned = stop.value
+        else:
+            self.generator.close()
+            raise RuntimeError(f"execute_action wrapper {self.name} has a second yield")
+        # Outside the handler, so an exception raised here does not chain StopIteration.
+        return outcome.get_result() if outcome is not None else returned
+
+    async def resume(self, awaitable: Awaitable[Any]) -> Any:
+        """Await the inner call, then finish the wrapper with what it gave."""
+        try:
+            value = await awaitable
+        except BaseException as exc:  # cancellation too: the wrapper sees how the call ended
+            return self.finish(exc=exc)
+        return self.finish(value)
+
+
+@final
+class _AwaitingWrapper:
+    """A host-wide wrapper adapted for async actions: after ``yield`` it sees the awaited value
+    or exception (it returns a coroutine that awaits the inner one, then resumes the wrapper).
+    """
+
+    def __init__(self, impl: pluggy.HookImpl) -> None:
+        @hookimpl(wrapper=True, tryfirst=impl.tryfirst, trylast=impl.trylast)
+        def execute_action(
+            action: str, arguments: dict[str, Any], context: CallContext
+        ) -> Generator[None, Any, Any]:
+            given = {"action": action, "arguments": arguments, "context": context}
+            teardown = _Teardown(impl, given)
+            try:
+                inner = yield
+            except BaseException as exc:  # raised before there was anything to await
+                return teardown.finish(exc=exc)
+            if inspect.isawaitable(inner):
+                return teardown.resume(inner)
+            return teardown.finish(inner)
+
+        self.execute_action = execute_action
+
+
+def _awaiting_hook(relay: pluggy.PluginManager) -> pluggy.HookCaller:
+    """The relay's ``execute_action`` with each wrapper adapted (``_AwaitingWrapper``), in
+    pluggy's order: registered in the order pluggy keeps, with the same tryfirst/trylast."""
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(tool_spec)
+    for impl in relay.hook.execute_action.get_hookimpls():
+        wrapper = impl.wrapper or impl.hookwrapper
+        shim = _AwaitingWrapper(impl) if wrapper else _WrapperShim(impl.function)
+        manager.register(shim, name=impl.plugin_name)
+    return manager.hook.execute_action
+
+
+async def _awaited(
+    hook: pluggy.HookCaller, action: str, arguments: dict[str, Any], context: CallContext
+) -> Any:
+    """Run an async action through its adapted wrappers, within the awaiting task."""
+    result = hook(action=action, arguments=arguments, context=context)
+    return await result if inspect.isawaitable(result) else result
+
+
+def _action_specs(instance: object) -> list[Any] | None:
+    """The action specs of a ``@tool`` function, group or ``Toolbox`` (None for raw hooks)."""
+    if hasattr(instance, "action_specs"):
+        return list(instance.action_specs().values())
+    if hasattr(instance, "functions"):
+        return [function.spec for function in instance.functions.values()]
+    if hasattr(instance, "spec"):
+        return [instance.spec]
+    return None
+
+
+@final
 class LoadedTool:
     """One tool instance with its relay; ``call`` runs ``execute_action`` through the relay."""
 
     __slots__ = (
         "_accepted",
         "_actions",
+        "_async",
+        "_awaiting",
+        "_contexts",
         "_hooks",
         "call",
         "instance",
@@ -108,10 +260,45 @@ class LoadedTool:
         self.relay = relay
         self.instance_id = instance_id
         self.user_id = user_id
-        self.call = _direct(relay) or relay.hook.execute_action
+        self._async: dict[str, bool] = {}
+        self._awaiting: pluggy.HookCaller | None = None
+        # A traced relay (-vv) is always called through pluggy, so every call is logged.
+        direct = None if logger.isEnabledFor(logging.DEBUG) else _direct(relay)
+        self.call: Callable[..., Any] = direct or self._through_wrappers()
         self._actions: dict[str, Action] | None = None
         self._accepted: dict[str, frozenset[str] | None] = {}
         self._hooks: dict[str, bool] = {}
+        self._contexts: dict[str, bool] = {}
+
+    def _through_wrappers(self) -> Callable[..., Any]:
+        """``execute_action`` through the relay: pluggy's own call for sync actions, the
+        adapted wrappers inside a coroutine for async ones."""
+        hook = self.relay.hook.execute_action
+        if not self._may_await():
+            return hook
+
+        def call(*, action: str, arguments: dict[str, Any], context: CallContext) -> Any:
+            found = self._async.get(action)
+            if found is None:
+                found = self._async[action] = self.is_async(action)
+            if not found:
+                return hook(action=action, arguments=arguments, context=context)
+            if self._awaiting is None:
+                self._awaiting = _awaiting_hook(self.relay)
+            return _awaited(self._awaiting, action, arguments, context)
+
+        return call
+
+    def _may_await(self) -> bool:
+        """Whether any action of the tool is a coroutine function."""
+        specs = _action_specs(self.instance)
+        if specs is not None:
+            return any(spec.is_async for spec in specs)
+        return any(
+            inspect.iscoroutinefunction(impl.function)
+            for impl in self.relay.hook.execute_action.get_hookimpls()
+            if not (impl.wrapper or impl.hookwrapper)
+        )
 
     def has_hook(self, name: str) -> bool:
         """Whether the tool itself implements a hook (wrappers do not count)."""
@@ -122,6 +309,33 @@ class LoadedTool:
             found = any(not (impl.wrapper or impl.hookwrapper) for impl in impls)
             self._hooks[name] = found
         return found
+
+    def wants_context(self, action: str) -> bool:
+        """Whether running the action reads its ``CallContext``: False only for a sugar tool
+        (``@tool``, ``Toolbox``) that nothing wraps, whose function takes no context. The
+        executor then skips building one (the per-call turn budget, DESIGN section 9)."""
+        found = self._contexts.get(action)
+        if found is None:
+            found = self._reads_context(action)
+            self._contexts[action] = found
+        return found
+
+    def _reads_context(self, action: str) -> bool:
+        from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox
+
+        instance = self.instance
+        sugar = (FunctionTool.execute_action, FunctionGroup.execute_action, Toolbox.execute_action)
+        own = getattr(type(instance), "execute_action", None)
+        if own not in sugar or getattr(self.call, "__func__", None) is not own:
+            return True  # a raw hook, an override, or wrapped: it may read the context
+        if isinstance(instance, Toolbox):
+            spec = instance.action_specs().get(action)
+        elif isinstance(instance, FunctionGroup):
+            function = instance.functions.get(action)
+            spec = function.spec if function is not None else None
+        else:
+            spec = instance.spec if isinstance(instance, FunctionTool) else None
+        return spec is None or spec.context_parameter is not None
 
     def is_async(self, action: str) -> bool:
         """Whether the action is a coroutine function (sugar tools know; raw hooks are checked)."""
@@ -199,9 +413,30 @@ def coerce_actions(found: object, tool: str) -> list[Action]:
     return actions
 
 
+def config_key(config: Mapping[str, Any] | None) -> str:
+    """A digest of an instance's configuration (secrets included, never stored): instances
+    with different configurations are different instances."""
+    if not config:
+        return ""
+    try:
+        text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(sorted(config.items(), key=lambda item: str(item[0])))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: Loaded instances kept per process; the least recently loaded go first beyond this.
+MAX_LOADED = 4096
+
+
 @final
-class Registry:
-    """Creates tool instances on demand (one per user for user-scoped tools) and dispatches."""
+class LoadedTools:
+    """The loaded tool instances of a host, made on demand and reused.
+
+    An instance is reused only for the same instance id, owner, configuration and, for
+    user-scoped tools, the same invoker: one user's configuration (credentials) is never used
+    for a call made with another's.
+    """
 
     def __init__(
         self,
@@ -211,7 +446,11 @@ class Registry:
         self._resolve = resolve
         self._wrappers = wrappers
         self._types: dict[str, ToolType] = {}
-        self._loaded: dict[tuple[str, str | None], LoadedTool] = {}
+        self._loaded: OrderedDict[tuple[str, str | None, str | None, str], LoadedTool] = (
+            OrderedDict()
+        )
+        #: The instance last loaded for ``(instance id, invoker)``, whatever its configuration.
+        self._latest: dict[tuple[str, str | None], LoadedTool] = {}
         self._lock = threading.Lock()
 
     def add(self, tool_type: ToolType) -> None:
@@ -233,11 +472,18 @@ class Registry:
         *,
         instance_id: str | None = None,
         config: Mapping[str, Any] | None = None,
+        owner_id: str | None = None,
     ) -> LoadedTool:
-        """Return the (cached) instance of a tool; user-scoped tools get one per user."""
+        """Return the instance of a tool for this configuration, making it on first use.
+
+        ``user_id`` is the invoker; a user-scoped tool gets one instance per invoker, and
+        (unless ``owner_id`` says otherwise) the invoker owns it.
+        """
         instance_id = instance_id or name
         tool_type = self.type(name)
-        key = (instance_id, user_id if tool_type.user_scoped else None)
+        invoker = user_id if tool_type.user_scoped else None
+        owner = owner_id if owner_id is not None else invoker
+        key = (instance_id, invoker, owner, config_key(config))
         loaded = self._loaded.get(key)
         if loaded is not None:
             return loaded
@@ -247,36 +493,32 @@ class Registry:
                 instance = tool_type.factory(config)
                 relay = make_relay(instance, tool_type.name, self._wrappers())
                 loaded = LoadedTool(
-                    tool_type, instance, relay, instance_id=instance_id, user_id=key[1]
+                    tool_type, instance, relay, instance_id=instance_id, user_id=owner
                 )
                 self._loaded[key] = loaded
+                if len(self._loaded) > MAX_LOADED:
+                    self._loaded.popitem(last=False)
+            self._latest[(instance_id, invoker)] = loaded
         return loaded
 
-    def is_loaded(
+    def latest(
         self, name: str, user_id: str | None = None, *, instance_id: str | None = None
-    ) -> bool:
-        """Whether ``load`` would return an instance already made (with its configuration)."""
+    ) -> LoadedTool | None:
+        """The instance this process loaded last under that id for that invoker, or None."""
         tool_type = self.type(name)
-        return (instance_id or name, user_id if tool_type.user_scoped else None) in self._loaded
-
-    def get(self, instance_id: str, user_id: str | None = None) -> LoadedTool:
-        """Return an already loaded instance (O(1)), or raise ToolNotFound."""
-        loaded = self._loaded.get((instance_id, user_id)) or self._loaded.get((instance_id, None))
-        if loaded is None:
-            raise ToolNotFound(f"no loaded tool instance {instance_id!r}")
-        return loaded
+        return self._latest.get((instance_id or name, user_id if tool_type.user_scoped else None))
 
     def execute(
         self,
-        instance_id: str,
+        name: str,
         action: str,
         arguments: dict[str, Any],
         context: CallContext,
     ) -> Any:
-        """Run ``execute_action`` on a loaded instance through its relay (wrappers included)."""
-        return self.get(instance_id, context.user_id).call(
-            action=action, arguments=arguments, context=context
-        )
+        """Run ``execute_action`` on a tool's default instance through its relay (wrappers
+        included)."""
+        loaded = self.load(name, context.user_id)
+        return loaded.call(action=action, arguments=arguments, context=context)
 
     def __len__(self) -> int:
         return len(self._types)

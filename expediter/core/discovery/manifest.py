@@ -8,28 +8,53 @@ modification times are left out on purpose: importing a module writes ``__pycach
 it, and a script's folder changes for reasons unrelated to tools. A warm
 ``expediter tools list`` reads the cache and imports no pack at all. Editing an installed
 pack's code in place does not change the key: ``expediter --refresh`` rebuilds the cache.
+
+Beside each manifest written for the environment's own configuration, a small *commands
+index* (``cache/commands.json``) keeps the packs' subcommands, under the same key, for
+``expediter --help`` (``read_commands``). Reading it imports nothing beyond ``json`` and
+``os``: ``expediter --help`` must stay within 0.1x ``llm --help`` (DESIGN.md section 9), and
+the configuration (attrs) or the catalogue (attrs, pluggy) would cost it ~30 ms, a third of
+that budget.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from expediter.__about__ import __version__
-from expediter.core.config import PluginSettings
-from expediter.core.discovery.catalogue import Catalogue
+from expediter.core.environment import expediter_home
 
-__all__ = ["FORMAT", "cache_file", "cache_key", "read", "write"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from expediter.core.config import PluginSettings
+    from expediter.core.discovery.catalogue import Catalogue, PackInfo
+
+__all__ = [
+    "FORMAT",
+    "SWITCHES",
+    "PackCommands",
+    "cache_file",
+    "cache_key",
+    "commands_file",
+    "read",
+    "read_commands",
+    "write",
+    "write_commands",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Bump when the catalogue's JSON form or the way it is built changes.
-FORMAT = 2
+FORMAT = 3
+
+#: ``(pack name, pack id, ((command, one-line help), ...))`` for each pack adding commands.
+PackCommands = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 def _mtime(path: str | Path) -> int | None:
@@ -83,7 +108,7 @@ def _modules_state(directory: str | Path) -> list[Any]:
     return state
 
 
-def _directory_state(directory: Path) -> list[Any]:
+def _directory_state(directory: str | Path) -> list[Any]:
     """Every module of a tools directory with its time (packages: every ``.py`` file in them)."""
     return [str(directory), *_modules_state(directory)]
 
@@ -104,6 +129,8 @@ def cache_key(settings: PluginSettings, builtin_dir: Path) -> dict[str, Any]:
 
 def cache_file(home: Path, settings: PluginSettings) -> Path:
     """The cache file for this interpreter and these settings."""
+    import hashlib
+
     identity = json.dumps([sys.executable, settings.cache_key()], sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return home / "cache" / f"manifest-{digest}.json"
@@ -121,6 +148,8 @@ def read(path: Path, key: dict[str, Any]) -> Catalogue | None:
         return None
     if not isinstance(data, dict) or data.get("key") != key:
         return None
+    from expediter.core.discovery.catalogue import Catalogue
+
     try:
         return Catalogue.from_dict(data["catalogue"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -139,3 +168,129 @@ def write(path: Path, key: dict[str, Any], catalogue: Catalogue) -> None:
         os.replace(temporary, path)
     except OSError as exc:
         logger.warning("cannot write the manifest cache %s: %s", path, exc)
+        return
+    _write_commands(path.parent, key, catalogue.packs)
+
+
+# -- the commands index (``expediter --help``) -----------------------------------------------
+
+#: The variables that decide what discovery finds (``HostConfig.from_env`` reads them): an
+#: index entry is kept under their raw values, so reading it needs no configuration.
+SWITCHES = (
+    "EXPEDITER_TOOLS_PATH",
+    "EXPEDITER_DISABLE_PLUGINS",
+    "EXPEDITER_LOAD_PLUGINS",
+    "EXPEDITER_DISABLE_PLUGIN_AUTOLOAD",
+)
+#: Index entries kept (one per environment a command ran in), the oldest dropped first.
+_MAX_ENTRIES = 16
+_COMMANDS_NAME = "commands.json"
+
+
+def commands_file(home: str | os.PathLike[str]) -> str:
+    """The commands index of a home directory."""
+    return os.path.join(home, "cache", _COMMANDS_NAME)
+
+
+def _identity(environ: Mapping[str, str]) -> str | None:
+    """The index entry's name: the interpreter and its ``sys.path`` (the console script's
+    and a host application's entries then do not replace each other), and the raw switches
+    (relative tools directories mean something else in another working directory)."""
+    try:
+        where = os.getcwd() if environ.get("EXPEDITER_TOOLS_PATH") else None
+    except OSError:
+        return None
+    switches = [environ.get(name) for name in SWITCHES]
+    return json.dumps([sys.executable, sys.path, where, switches])
+
+
+def _current(key: Mapping[str, Any]) -> bool:
+    """Whether a stored key still holds: same interpreter and expediter, same distributions,
+    same tools-directory modules (its settings are the entry's name)."""
+    if (key.get("format"), key.get("expediter")) != (FORMAT, __version__):
+        return False
+    if (key.get("executable"), key.get("python")) != (sys.executable, sys.version):
+        return False
+    directories = key.get("directories")
+    if not isinstance(directories, list) or not all(
+        isinstance(item, list) and item for item in directories
+    ):
+        return False
+    sys_path = [state for entry in sys.path if (state := _distributions_state(entry))]
+    return key.get("sys_path") == sys_path and directories == [
+        _directory_state(item[0]) for item in directories
+    ]
+
+
+def read_commands(environ: Mapping[str, str] | None = None) -> list[PackCommands] | None:
+    """The packs' subcommands as the last discovery in this environment found them, or None
+    when unknown or out of date (then discovery must run). Imports no configuration."""
+    env = os.environ if environ is None else environ
+    identity = _identity(env)
+    if identity is None:
+        return None
+    try:
+        with open(commands_file(expediter_home(env)), encoding="utf-8") as handle:
+            entry = json.load(handle)["entries"][identity]
+        if not _current(entry["key"]):
+            return None
+        return [
+            (pack, pack_id, tuple((name, text) for name, text in commands))
+            for pack, pack_id, commands in entry["packs"]
+        ]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_commands(home: Path, settings: PluginSettings, packs: Sequence[PackInfo]) -> None:
+    """Keep the packs' commands in the index, under the manifest key of these settings.
+
+    ``write`` does this for every catalogue it caches; this is for a catalogue read from a warm
+    manifest while the index had no entry for this environment (``expediter --help`` after the
+    index was removed, or filled by other environments). Packs that failed to load are not
+    kept, as the manifest keeps none.
+    """
+    from expediter.core.config import BUILTIN_DIR
+
+    if not any(pack.error for pack in packs):
+        _write_commands(home / "cache", cache_key(settings, BUILTIN_DIR), packs)
+
+
+def _write_commands(directory: Path, key: dict[str, Any], packs: Sequence[PackInfo]) -> None:
+    """Keep the packs' commands in the index, when the key is the environment's own
+    configuration (a host with extra tools directories or other switches writes none)."""
+    from expediter.core.config import HostConfig
+
+    try:
+        if HostConfig.from_env().plugin_settings.cache_key() != key.get("settings"):
+            return
+    except ValueError:  # an unusable environment: the command line reports it
+        return
+    identity = _identity(os.environ)
+    if identity is None:
+        return
+    commands = [
+        [pack.name, pack.id, [[command.name, command.help] for command in pack.commands]]
+        for pack in packs
+        if pack.commands
+    ]
+    path = directory / _COMMANDS_NAME
+    try:
+        with open(path, encoding="utf-8") as handle:
+            entries = json.load(handle)["entries"]
+        if not isinstance(entries, dict):
+            entries = {}
+    except (OSError, ValueError, KeyError, TypeError):
+        entries = {}
+    entries.pop(identity, None)
+    entries[identity] = {"key": key, "packs": commands}
+    while len(entries) > _MAX_ENTRIES:
+        del entries[next(iter(entries))]
+    try:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump({"entries": entries}, handle)
+        os.replace(temporary, path)
+    except OSError as exc:
+        # The manifest's own warning has said it: the cache directory is not writable.
+        logger.debug("cannot write the commands index %s: %s", path, exc)

@@ -6,6 +6,7 @@ hooks for actions and configuration. One broken pack is recorded with its error 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -16,9 +17,10 @@ import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+import pluggy
 
 from expediter.__about__ import __version__
 from expediter.core.authoring.docstrings import parse_docstring
@@ -26,6 +28,7 @@ from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox
 from expediter.core.config import BUILTIN_DIR, PluginSettings
 from expediter.core.discovery.catalogue import (
     Catalogue,
+    CommandInfo,
     Conflict,
     PackInfo,
     PackLocation,
@@ -33,8 +36,15 @@ from expediter.core.discovery.catalogue import (
     ToolInfo,
 )
 from expediter.core.discovery.loading import ToolType, coerce_actions, make_relay
+from expediter.core.records.text import clean_text
 from expediter.hookspecs import HOST_HOOKS, PROJECT_NAME, TOOL_HOOKS
+from expediter.hookspecs import host as host_spec
+from expediter.hookspecs import tool as tool_spec
 from expediter.hookspecs.tool import CallContext, ConfigField
+
+if TYPE_CHECKING:
+    import click
+    from pluggy import HookimplOpts
 
 __all__ = [
     "BUILTIN_DIR",
@@ -45,6 +55,7 @@ __all__ = [
     "find_packs",
     "load_objects",
     "load_pack",
+    "pack_commands",
     "resolve_conflicts",
     "scan_directory",
 ]
@@ -54,6 +65,9 @@ logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "expediter"
 _BUILTIN_PACKAGE = "expediter.plugins"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A pack command's help as ``expediter --help`` lists it (and the manifest keeps it).
+_COMMAND_HELP_CHARS = 120
 
 
 @attrs.frozen
@@ -188,18 +202,25 @@ def _import_path(path: Path) -> types.ModuleType:
     return module
 
 
-def _marked(obj: object, name: str) -> dict[str, Any] | None:
+@functools.cache
+def _markers() -> pluggy.PluginManager:
+    """A manager with every spec added, asked only which hooks an object implements."""
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(tool_spec)
+    manager.add_hookspecs(host_spec)
+    return manager
+
+
+def _marked(obj: object, name: str) -> HookimplOpts | None:
+    """The ``@hookimpl`` options of ``obj.name``, found as pluggy's ``register`` finds them."""
     try:
-        method = getattr(obj, name, None)
-    except Exception:
+        return _markers().parse_hookimpl_opts(obj, name)
+    except Exception:  # pluggy < 1.6 reads the attribute, which may be missing or raise
         return None
-    if method is None or not callable(method):
-        return None
-    opts = getattr(method, f"{PROJECT_NAME}_impl", None)
-    return opts if isinstance(opts, dict) else None
 
 
 def _host_hooks(obj: object) -> tuple[str, ...]:
+    """The host hooks ``obj`` implements (``execute_action`` when it is a wrapper)."""
     found = [name for name in HOST_HOOKS if _marked(obj, name) is not None]
     opts = _marked(obj, "execute_action")
     if opts is not None and (opts.get("wrapper") or opts.get("hookwrapper")):
@@ -521,16 +542,73 @@ def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
                 continue
         pack.types.append(tool_type)
     pack.host_plugins = loader.host_plugins
+    commands: tuple[CommandInfo, ...] = ()
+    # Commands are described at discovery, so `expediter --help` lists them from the manifest;
+    # in-process plugins (``Host(plugins=...)``) add none: the command line never sees them.
+    if describe and ref.source != "host" and "register_commands" in loader.hooks:
+        try:
+            commands = _describe_commands(pack)
+        except (Exception, SystemExit) as exc:
+            loader.errors.append(f"register_commands: {_error_text(exc)}")
+            logger.warning(
+                "tool pack %s failed to register its commands: %s",
+                ref.name,
+                _error_text(exc),
+                exc_info=True,
+                extra={"pack": ref.name},
+            )
     pack.info = attrs.evolve(
         pack.info,
         hooks=tuple(sorted(loader.hooks)),
+        # `register_commands` is the command line's hook (``commands``), not the call
+        # pipeline's: a pack adding only tools and commands is imported to run one of them,
+        # never to build the host's plugin manager.
         host_hooks=tuple(
-            sorted({hook for _, obj in loader.host_plugins for hook in _host_hooks(obj)})
+            sorted(
+                {
+                    hook
+                    for _, obj in loader.host_plugins
+                    for hook in _host_hooks(obj)
+                    if hook != "register_commands"
+                }
+            )
         ),
         tools=tuple(tool_type.name for tool_type in pack.types),
+        commands=commands,
         error="; ".join(loader.errors) or None,
     )
     return pack
+
+
+def pack_commands(pack: LoadedPack) -> dict[str, click.Command]:
+    """The commands a loaded pack's ``register_commands`` hooks add, by name.
+
+    The hooks run against a throwaway click group (through pluggy, as every hook is called);
+    what they raise propagates.
+    """
+    import click
+
+    group = click.Group("expediter")
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(host_spec)
+    for name, obj in pack.host_plugins:
+        if _marked(obj, "register_commands") is not None and not manager.is_registered(obj):
+            manager.register(obj, name=name)
+    manager.hook.register_commands(cli=group)
+    return dict(group.commands)
+
+
+def _describe_commands(pack: LoadedPack) -> tuple[CommandInfo, ...]:
+    """Name and one-line help of each command the pack adds (both kept in the manifest)."""
+    described = []
+    for name, command in sorted(pack_commands(pack).items()):
+        if not _COMMAND_NAME.match(name):
+            raise ValueError(
+                f"command name {name!r} is not valid (letters, digits, _ . -, at most 64)"
+            )
+        summary = clean_text(command.get_short_help_str(limit=_COMMAND_HELP_CHARS))
+        described.append(CommandInfo(name=name, help=" ".join(summary.split())))
+    return tuple(described)
 
 
 def load_pack(ref: PackRef, *, describe: bool = True) -> LoadedPack:

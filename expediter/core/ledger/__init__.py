@@ -1,14 +1,15 @@
 """The ledger: every tool call recorded durably (``host.ledger``; ``expediter ledger``).
 
-Importing this package imports SQLAlchemy; the host does so only when the ledger is first used.
+Opening a ledger and recording calls imports neither SQLAlchemy nor alembic (the hot path's
+SQL is kept as text in ``statements.py``); the operators' reads and migrations import them.
 """
 
 from __future__ import annotations
 
 from expediter.core.ledger.database import Database, default_url
-from expediter.core.ledger.ledger import Attempt, Ledger, parse_duration, redact
+from expediter.core.ledger.ledger import Attempt, Ledger, Proposal, parse_duration, redact
 from expediter.core.ledger.records import LedgerRow, ToolStats
-from expediter.core.ledger.tables import STATUSES
+from expediter.core.records.statuses import LEDGER_STATUSES as STATUSES
 
 __all__ = [
     "STATUSES",
@@ -16,6 +17,7 @@ __all__ = [
     "Database",
     "Ledger",
     "LedgerRow",
+    "Proposal",
     "ToolStats",
     "default_url",
     "parse_duration",

@@ -19,6 +19,7 @@ from expediter.errors import LedgerError
 __all__ = [
     "Database",
     "default_url",
+    "is_instantly_busy",
     "is_outage",
 ]
 
@@ -129,3 +130,12 @@ def is_outage(exc: BaseException) -> bool:
 
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
     return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def is_instantly_busy(exc: BaseException, waited: float) -> bool:
+    """SQLite answered "locked"/"busy" without using its busy timeout (e.g. a WAL snapshot
+    that another process just moved on): worth trying again at once."""
+    if not isinstance(exc, sqlite3.OperationalError) or waited > 0.5:
+        return False
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message

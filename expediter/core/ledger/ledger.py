@@ -12,26 +12,41 @@ import hashlib
 import json
 import logging
 import os
+import random
 import re
 import socket
-import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import attrs
 
-from expediter.core.ledger.database import Database, default_url, is_outage
+from expediter.core.ledger.attempts import Attempt, Proposal
+from expediter.core.ledger.database import Database, default_url, is_instantly_busy, is_outage
 from expediter.core.ledger.records import LedgerRow, ToolStats
 from expediter.core.ledger.repository import Repository, Statements
 from expediter.core.ledger.schema import HEAD, current_revision, upgrade
 from expediter.core.ledger.spool import Spool
+from expediter.core.ledger.waiting import FINAL_STATUSES, sleeper_for, wait_for
 from expediter.core.records.redaction import redact
+from expediter.core.records.text import truncate
 from expediter.errors import LedgerError
 
-__all__ = ["CLIENT_SIDE", "RESULT_LIMIT", "Attempt", "Ledger", "parse_duration", "redact"]
+if TYPE_CHECKING:
+    from expediter.core.config import HostConfig
+
+__all__ = [
+    "CLIENT_SIDE",
+    "FINAL_STATUSES",
+    "RESULT_LIMIT",
+    "Attempt",
+    "Ledger",
+    "Proposal",
+    "parse_duration",
+    "redact",
+]
 
 #: The ``decision`` of a call the application runs itself (waiting for its result).
 CLIENT_SIDE = "client_side"
@@ -45,9 +60,24 @@ _SWEEP_BATCH = 1000
 _LOST = object()
 #: ``_write``'s answer when a fail-closed ledger could not record a call (so it must not run).
 _REFUSED = object()
+#: The writes that create rows (refused rather than spooled by a fail-closed ledger).
+_INSERTS = frozenset({"insert", "insert_many"})
 T = TypeVar("T")
+#: The generator of attempt ids: its own (an application seeding ``random`` changes nothing),
+#: seeded from the system and again in every forked child.
+_IDS = random.Random()
+_random_bits = _IDS.getrandbits
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDS.seed)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _attempt_id() -> str:
+    """A new attempt's id: 64 random bits as hex. It only tells one attempt of a key from
+    another (it guards nothing secret), so a generator seeded from the system serves, without
+    the system call ``os.urandom`` makes on every call (the per-call ledger budgets)."""
+    return f"{_random_bits(64):016x}"
 
 
 def parse_duration(text: str) -> float:
@@ -59,11 +89,27 @@ def parse_duration(text: str) -> float:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+# The same encoding without building an encoder per value, nor checking for cycles (a cycle
+# recurses until RecursionError, and then ``_ENCODER`` says what is wrong): half the time of
+# ``_ENCODER.encode`` for the small values of every call (DESIGN.md section 9, per-call
+# ledger budgets).
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_FAST_ENCODER: Any = (
+    _MAKE_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    if _MAKE_ENCODER is not None
+    else None
+)
 
 
 def _json(value: Any) -> str | None:
+    """The JSON text of a value (``default=str`` for what JSON cannot hold), or None."""
     if value is None:
         return None
+    if _FAST_ENCODER is not None:
+        try:
+            return "".join(_FAST_ENCODER(value, 0))
+        except RecursionError:
+            pass
     return _ENCODER.encode(value)
 
 
@@ -73,38 +119,15 @@ def _text(value: str | None) -> str | None:
 
 
 def _capped(value: Any) -> str | None:
+    """The ledger's copy of a result: its JSON, or when that is too long, the beginning of a
+    string itself (not of its JSON encoding) or of the JSON text of anything else, as a JSON
+    string of at most ``RESULT_LIMIT`` characters saying how much was dropped."""
     encoded = _json(value)
     if encoded is None or len(encoded) <= RESULT_LIMIT:
         return encoded
-    # Too long: keep the beginning of a string itself (not of its JSON encoding), or of the
-    # JSON text of anything else, and say how much was dropped. Quotes, backslashes and
-    # control characters grow when escaped, so shrink until the encoded copy fits.
     text = value if isinstance(value, str) else encoded
-    keep = min(len(text), RESULT_LIMIT - 64)
-    while True:
-        marker = f" ... [{len(text) - keep} more characters not recorded]"
-        capped = json.dumps(text[:keep] + marker, ensure_ascii=False)
-        if len(capped) <= RESULT_LIMIT:
-            return capped
-        keep = min(keep - 1, keep * (RESULT_LIMIT - 100) // len(capped))
-
-
-@attrs.define
-class Attempt:
-    """One call being recorded: the row it created, and whether the database has it yet."""
-
-    key: str
-    user_id: str | None
-    attempt_id: str
-    started: float
-    #: True: this attempt created the row; False: the key existed (do not run);
-    #: None: the database was unreachable and the write went to the spool.
-    created: bool | None
-    status: str = "proposed"
-    #: False when neither the database nor the spool took the proposed row: the result is
-    #: then recorded with ``upsert_executed`` (the whole row at once).
-    recorded: bool = True
-    row: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    marker = " ... [{} more characters not recorded]"
+    return truncate(text, RESULT_LIMIT, marker, encode=_ENCODER.encode)
 
 
 @final
@@ -143,6 +166,17 @@ class Ledger:
         self._keeper: threading.Thread | None = None
         self._closed = threading.Event()
 
+    @classmethod
+    def from_config(cls, config: HostConfig, *, fail_closed: bool = False) -> Ledger:
+        """The ledger a ``HostConfig`` names (what ``Host()`` and the CLI both open)."""
+        return cls(
+            config.database_url,
+            home=config.home,
+            lease_seconds=config.lease_seconds,
+            approval_seconds=config.approval_seconds,
+            fail_closed=fail_closed,
+        )
+
     # -- connection ---------------------------------------------------------------------------
 
     def _connect(self) -> Repository:
@@ -176,7 +210,7 @@ class Ledger:
             except LedgerError:
                 raise
             except Exception as exc:
-                if _instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
+                if is_instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
                     time.sleep(pause)
                     pause *= 2
                     continue
@@ -249,6 +283,16 @@ class Ledger:
             # A retry after a lost reply (or a replay) may meet the row this attempt wrote.
             existing = repository.get(params["key"])
             return existing is not None and existing.get("attempt_id") == params["attempt_id"]
+        if operation == "insert_many":
+            rows = params["rows"]
+            created = repository.insert_many(rows)
+            for index, row in enumerate(rows):
+                if not created[index]:
+                    existing = repository.get(row["key"])
+                    created[index] = (
+                        existing is not None and existing.get("attempt_id") == row["attempt_id"]
+                    )
+            return created
         if operation == "upsert":
             return repository.upsert_executed(params)
         if operation == "finish":
@@ -265,12 +309,22 @@ class Ledger:
 
     def _write(self, operation: str, params: dict[str, Any]) -> Any:
         """Run a write, or keep it in the spool while the database is unreachable."""
-        # A fail-closed host asks the database every time: it must not run calls blind.
-        # So does a decision on a paused call: only the database can say who decided first.
-        refuse = (operation == "insert" and self.fail_closed) or (
-            operation == "decide" and params.get("expected") == "awaiting_approval"
-        )
         with self._lock:
+            repository = self._repository
+            if repository is not None and not self._spooled:
+                # The common case, on the held connection (the per-call budgets of DESIGN.md
+                # section 9); any failure takes the full path below, which retries it.
+                try:
+                    return self._apply(repository, operation, params)
+                except LedgerError:
+                    raise
+                except Exception:
+                    logger.debug("ledger write %s failed; trying again", operation, exc_info=True)
+            # A fail-closed host asks the database every time: it must not run calls blind.
+            # So does a decision on a paused call: only the database can say who decided first.
+            refuse = (operation in _INSERTS and self.fail_closed) or (
+                operation == "decide" and params.get("expected") == "awaiting_approval"
+            )
             if refuse or time.monotonic() >= self._retry_at:
                 try:
                     result = self._attempt(
@@ -331,15 +385,62 @@ class Ledger:
         arguments: Any = None,
         request: Any = None,
         lease: bool = True,
+        decision: str | None = None,
+        reason: str | None = None,
     ) -> Attempt:
         """Record a call as ``proposed`` (with a lease when it is about to run), before it runs.
 
         ``request`` is what a paused call needs to resume in another process. With
         ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
         """
+        row = self._proposed(
+            time.time(), key, call_id, user_id, name, run_id, message_id, owner_id, instance_id,
+            tool, action, arguments, request, lease, decision, reason,
+        )  # fmt: skip
+        created = self._write("insert", row)
+        if created is _REFUSED:
+            raise self._refused()
+        return self._started(row, created, lease)
+
+    def begin_many(self, proposals: Sequence[Proposal]) -> list[Attempt]:
+        """Record several calls (e.g. one turn's) as ``proposed`` in one commit; one attempt
+        per proposal, in order, each with ``created`` as ``begin`` reports it (a key that
+        already exists, in the database or earlier in ``proposals``, is ``created=False``)."""
+        if not proposals:
+            return []
         now = time.time()
-        attempt_id = os.urandom(8).hex()
-        row = {
+        rows = [self._proposed(now, *attrs.astuple(p, recurse=False)) for p in proposals]
+        created = self._write("insert_many", {"rows": rows})
+        if created is _REFUSED:
+            raise self._refused()
+        if not isinstance(created, list):  # spooled (None) or lost: the same for every row
+            created = [created] * len(rows)
+        return [
+            self._started(row, done, proposal.lease)
+            for row, done, proposal in zip(rows, created, proposals, strict=True)
+        ]
+
+    def _proposed(
+        self,
+        now: float,
+        key: str,
+        call_id: str,
+        user_id: str | None,
+        name: str | None,
+        run_id: str | None,
+        message_id: str | None,
+        owner_id: str | None,
+        instance_id: str | None,
+        tool: str | None,
+        action: str | None,
+        arguments: Any,
+        request: Any,
+        lease: bool,
+        decision: str | None,
+        reason: str | None,
+    ) -> dict[str, Any]:
+        """The ``proposed`` row of a call (the parameters in ``Proposal``'s field order)."""
+        return {
             "key": key,
             "call_id": call_id,
             "name": name,
@@ -350,9 +451,10 @@ class Ledger:
             "instance_id": instance_id,
             "tool": tool,
             "action": action,
-            "arguments": _json(redact(arguments)),
-            "decision": None,
+            "arguments": None if arguments is None else _json(redact(arguments)),
+            "decision": decision,
             "decided_by": None,
+            "decision_reason": _text(reason),
             "status": "proposed",
             "result": None,
             "error": None,
@@ -362,19 +464,29 @@ class Ledger:
             "duration_ms": None,
             "lease_expires_at": now + self.lease_seconds if lease else None,
             "worker_id": self.worker_id,
-            "attempt_id": attempt_id,
+            "attempt_id": _attempt_id(),
             "request": _json(request),
         }
-        created = self._write("insert", row)
-        if created is _REFUSED:
-            raise LedgerError(
-                f"the ledger at {self.database.display} is unreachable and fail_closed is set: "
-                "the call was not run"
-            )
+
+    def _refused(self) -> LedgerError:
+        return LedgerError(
+            f"the ledger at {self.database.display} is unreachable and fail_closed is set: "
+            "the call was not run"
+        )
+
+    def _started(self, row: dict[str, Any], created: Any, lease: bool) -> Attempt:
+        """The attempt of a ``proposed`` row, given what writing it answered."""
         recorded = created is not _LOST
-        if created is _LOST:
+        if not recorded:
             created = None
-        attempt = Attempt(key, user_id, attempt_id, time.monotonic(), created, recorded=recorded)
+        attempt = Attempt(
+            row["key"],
+            row["user_id"],
+            row["attempt_id"],
+            time.monotonic(),
+            created,
+            recorded=recorded,
+        )
         if not recorded:
             attempt.row = row
         if created is not False and lease:
@@ -402,7 +514,7 @@ class Ledger:
         """
         now = time.time()
         claim = status == "approved"
-        attempt_id = os.urandom(8).hex() if claim else None
+        attempt_id = _attempt_id() if claim else None
         params = {
             "key": key,
             "user_id": user_id,
@@ -433,19 +545,10 @@ class Ledger:
 
     def pending_approvals(self, *, limit: int = 0) -> list[LedgerRow]:
         """Calls waiting for a human's decision, oldest first (client-side calls excluded)."""
-        import sqlalchemy as sa
+        from expediter.core.ledger import queries
 
-        from expediter.core.ledger.tables import tool_call_attempts as t
-
-        query = (
-            sa.select(t)
-            .where(t.c.status == "awaiting_approval")
-            .where(t.c.decision.is_distinct_from(CLIENT_SIDE))
-            .order_by(t.c.updated_at, t.c.key)
-        )
-        if limit > 0:
-            query = query.limit(limit)
-        found = self._read(lambda repository: repository.select(query, {}))
+        query, params = queries.pending_approvals(client_side=CLIENT_SIDE, limit=limit)
+        found = self._read(lambda repository: repository.select(query, params))
         return [LedgerRow.from_db(row) for row in found]
 
     def finish(
@@ -569,71 +672,58 @@ class Ledger:
         limit: int = 100,
     ) -> list[LedgerRow]:
         """Rows newest first, filtered; ``since`` is seconds ago; ``limit=0`` for all."""
-        import sqlalchemy as sa
+        from expediter.core.ledger import queries
 
-        from expediter.core.ledger.tables import tool_call_attempts as t
-
-        query = sa.select(t).order_by(t.c.attempted_at.desc(), t.c.key)
-        params: dict[str, Any] = {}
-        for column, value in (("status", status), ("user_id", user_id), ("tool", tool)):
-            if value is not None:
-                query = query.where(t.c[column] == sa.bindparam(f"f_{column}"))
-                params[f"f_{column}"] = value
-        if since is not None:
-            query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
-            params["f_since"] = time.time() - since
-        if limit and limit > 0:
-            query = query.limit(sa.bindparam("f_limit"))
-            params["f_limit"] = int(limit)
+        query, params = queries.rows(
+            status=status, user_id=user_id, tool=tool, since=since, limit=limit
+        )
         found = self._read(lambda repository: repository.select(query, params))
         return [LedgerRow.from_db(row) for row in found]
 
     def stats(self, *, since: float | None = None) -> list[ToolStats]:
         """Calls, failures and p50/p95 duration per tool."""
+        from expediter.core.ledger import queries
+
+        query, params = queries.stats(since=since)
+        found = self._read(lambda repository: repository.select(query, params))
+        return queries.tool_stats(found)
+
+    def wait(self, keys: Iterable[str], timeout: float | None = None) -> dict[str, LedgerRow]:
+        """Wait until every key's call is final (executed, confirmed, failed, denied or
+        abandoned), or ``timeout`` seconds (None: no limit); the rows final by then, by key.
+
+        Never raises for a timeout, and an unknown key just never becomes final. PostgreSQL
+        wakes it with LISTEN on a connection of its own; on SQLite it polls.
+        """
+
+        def final(pending: list[str]) -> dict[str, LedgerRow]:
+            found = self._read(lambda repository: repository.get_many(pending))
+            return {
+                key: LedgerRow.from_db(row)
+                for key, row in found.items()
+                if row["status"] in FINAL_STATUSES
+            }
+
+        return wait_for(
+            list(dict.fromkeys(keys)), timeout, lambda: sleeper_for(self.database), final
+        )
+
+    def keys_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
+        """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted."""
         import sqlalchemy as sa
 
         from expediter.core.ledger.tables import tool_call_attempts as t
 
-        query = sa.select(t.c.tool, t.c.status, t.c.duration_ms)
-        params: dict[str, Any] = {}
-        if since is not None:
-            query = query.where(t.c.attempted_at >= sa.bindparam("f_since"))
-            params["f_since"] = time.time() - since
+        # LIKE (its wildcards escaped) can use an index; substr keeps it exact where LIKE
+        # ignores case (SQLite).
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = (
+            sa.select(t.c.key)
+            .where(t.c.key.like(sa.bindparam("f_pattern"), escape="\\"))
+            .where(sa.func.substr(t.c.key, 1, len(prefix)) == sa.bindparam("f_prefix"))
+            .order_by(t.c.key)
+            .limit(max(1, limit))
+        )
+        params = {"f_pattern": escaped + "%", "f_prefix": prefix}
         found = self._read(lambda repository: repository.select(query, params))
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for row in found:
-            grouped.setdefault(row["tool"] or "-", []).append(row)
-        return [_stats(tool, rows) for tool, rows in sorted(grouped.items())]
-
-
-def _instantly_busy(exc: BaseException, waited: float) -> bool:
-    """SQLite answered "locked"/"busy" without using its busy timeout (e.g. a WAL snapshot
-    that another process just moved on): worth trying again at once."""
-    if not isinstance(exc, sqlite3.OperationalError) or waited > 0.5:
-        return False
-    message = str(exc).lower()
-    return "locked" in message or "busy" in message
-
-
-def _percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    lower = int(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return round(ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower), 3)
-
-
-def _stats(tool: str, rows: list[dict[str, Any]]) -> ToolStats:
-    durations = [float(row["duration_ms"]) for row in rows if row["duration_ms"] is not None]
-    failures = sum(1 for row in rows if row["status"] == "failed")
-    abandoned = sum(1 for row in rows if row["status"] == "abandoned")
-    return ToolStats(
-        tool,
-        len(rows),
-        failures,
-        _percentile(durations, 0.5),
-        _percentile(durations, 0.95),
-        abandoned,
-    )
+        return [str(row["key"]) for row in found]

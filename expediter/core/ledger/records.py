@@ -9,6 +9,8 @@ from typing import Any
 
 import attrs
 
+from expediter.core.records.convert import json_form, unstructure
+
 __all__ = ["LedgerRow", "ToolStats", "iso"]
 
 
@@ -28,6 +30,17 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+#: The documented keys first (DESIGN.md section 11), then the known extras.
+_ROW_KEYS = (
+    "key", "call_id", "message_id", "run_id", "user_id", "owner_id", "instance_id", "tool",
+    "action", "status", "decision", "error", "attempted_at", "finished_at", "duration_ms",
+    "name", "arguments", "result", "decided_by", "decision_reason", "updated_at",
+    "lease_expires_at", "worker_id", "late",
+)  # fmt: skip
+_TIMES = ("attempted_at", "finished_at", "updated_at", "lease_expires_at")
+
+
+@json_form(keys=_ROW_KEYS, dump=dict.fromkeys(_TIMES, iso))
 @attrs.frozen(kw_only=True)
 class LedgerRow:
     """One attempted tool call as recorded."""
@@ -72,32 +85,7 @@ class LedgerRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form (``expediter ledger ls --json`` / ``show --json``)."""
-        return {
-            "key": self.key,
-            "call_id": self.call_id,
-            "message_id": self.message_id,
-            "run_id": self.run_id,
-            "user_id": self.user_id,
-            "owner_id": self.owner_id,
-            "instance_id": self.instance_id,
-            "tool": self.tool,
-            "action": self.action,
-            "status": self.status,
-            "decision": self.decision,
-            "error": self.error,
-            "attempted_at": iso(self.attempted_at),
-            "finished_at": iso(self.finished_at),
-            "duration_ms": self.duration_ms,
-            "name": self.name,
-            "arguments": self.arguments,
-            "result": self.result,
-            "decided_by": self.decided_by,
-            "decision_reason": self.decision_reason,
-            "updated_at": iso(self.updated_at),
-            "lease_expires_at": iso(self.lease_expires_at),
-            "worker_id": self.worker_id,
-            "late": self.late,
-        }
+        return unstructure(self)
 
 
 @attrs.frozen
@@ -114,11 +102,4 @@ class ToolStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
-        return {
-            "tool": self.tool,
-            "calls": self.calls,
-            "failures": self.failures,
-            "p50_ms": self.p50_ms,
-            "p95_ms": self.p95_ms,
-            "abandoned": self.abandoned,
-        }
+        return unstructure(self)

@@ -1,41 +1,35 @@
-"""Guarded transitions on ``tool_call_attempts``, as SQL compiled once per dialect.
+"""Guarded transitions on ``tool_call_attempts``, as SQL text kept per dialect.
 
 Creating a row is ``INSERT ... ON CONFLICT DO NOTHING`` and reports whether this caller created
 it. Every later write is ``UPDATE ... WHERE key = ? AND status = <expected> AND user_id IS NOT
 DISTINCT FROM ?`` (SQLite: ``IS``), and writes that finish or renew an attempt also require the
 caller's ``attempt_id``: a caller that did not create (or claim) a row never updates it. Each
 method reports whether it applied.
+
+The hot path's SQL is text rendered from ``tables.py`` ahead of time (``statements.py``), so
+recording calls imports no SQLAlchemy; only ad-hoc reads (``Statements.render``) compile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, final
 
 import attrs
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
+from expediter.core.ledger import statements as kept
 from expediter.core.ledger.database import Dialect
-from expediter.core.ledger.tables import tool_call_attempts as t
+from expediter.core.records.statuses import ALLOWED
 from expediter.errors import LedgerError
 
-__all__ = ["ALLOWED", "COLUMNS", "Repository", "Statements"]
+__all__ = ["ALLOWED", "COLUMNS", "Repository", "Sql", "Statements"]
 
-#: The transitions the ledger allows: ``from -> {to}``.
-ALLOWED: dict[str, frozenset[str]] = {
-    "proposed": frozenset({"executed", "failed", "awaiting_approval", "denied", "abandoned"}),
-    "awaiting_approval": frozenset({"approved", "denied", "abandoned"}),
-    "approved": frozenset({"executed", "failed", "abandoned"}),
-    "executed": frozenset({"confirmed"}),
-    "abandoned": frozenset({"executed", "failed"}),  # a late result is still recorded
-    "failed": frozenset(),
-    "denied": frozenset(),
-    "confirmed": frozenset(),
-}
-COLUMNS = tuple(column.name for column in t.columns)
-#: Names of the bind parameters the statements below declare themselves.
+#: The columns of ``tool_call_attempts``, in table order.
+COLUMNS: tuple[str, ...] = kept.COLUMNS
+#: Names of the bind parameters the ledger's statements declare themselves (``render`` keeps
+#: any other compiled value, e.g. a literal LIMIT, as a constant).
 _OURS = frozenset(COLUMNS) | {
     "g_key",
     "g_status",
@@ -46,39 +40,6 @@ _OURS = frozenset(COLUMNS) | {
     "batch",
     "message_id",
 }
-_RUNNING = ("proposed", "approved")
-_FINISHED = (
-    "status",
-    "result",
-    "error",
-    "finished_at",
-    "updated_at",
-    "duration_ms",
-    "lease_expires_at",
-)
-
-
-def _dialect(name: Dialect) -> sa.engine.Dialect:
-    # Positional parameters: the drivers bind tuples without mapping names each time.
-    if name == "sqlite":
-        return sqlite.dialect(paramstyle="qmark")
-    return postgresql.psycopg.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
-
-
-def _text(value: str) -> Any:
-    """A constant string rendered into the SQL (so only the call's own values are bound)."""
-    return sa.literal_column("'" + value.replace("'", "''") + "'", sa.String)
-
-
-def _guard(*, attempt: bool) -> Any:
-    condition = sa.and_(
-        t.c.key == sa.bindparam("g_key"),
-        t.c.status == sa.bindparam("g_status"),
-        t.c.user_id.is_not_distinct_from(sa.bindparam("g_user")),
-    )
-    if attempt:
-        condition = sa.and_(condition, t.c.attempt_id == sa.bindparam("g_attempt"))
-    return condition
 
 
 @attrs.frozen
@@ -88,7 +49,7 @@ class Sql:
     text: str
     names: tuple[str, ...]
     #: Values compiled into bind parameters that the caller does not supply (reads' limits).
-    constants: Mapping[str, Any]
+    constants: Mapping[str, Any] = attrs.field(factory=dict)
     pick: Callable[[Mapping[str, Any]], tuple[Any, ...]] = attrs.field(init=False)
 
     @pick.default
@@ -112,124 +73,39 @@ class Sql:
 
 @final
 class Statements:
-    """The ledger's SQL for one dialect, compiled once."""
+    """The ledger's SQL for one dialect: the hot path as kept text (``statements.py``), and
+    ad-hoc reads compiled by SQLAlchemy on demand."""
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
-        compiler = _dialect(dialect)
-        insert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(t)
-        values: dict[str, Any] = {name: sa.bindparam(name) for name in COLUMNS if name != "late"}
-        self.insert = self._compile(
-            insert.values(**values).on_conflict_do_nothing(index_elements=[t.c.key]), compiler
-        )
-        upsert = insert.values(**values)
-        self.upsert = self._compile(
-            upsert.on_conflict_do_update(
-                index_elements=[t.c.key],
-                set_={
-                    **{name: getattr(upsert.excluded, name) for name in _FINISHED},
-                    # A result for a row the sweeper abandoned is late (SET sees the old status).
-                    "late": sa.case((t.c.status == _text("abandoned"), sa.true()), else_=t.c.late),
-                },
-                where=sa.and_(
-                    t.c.attempt_id == upsert.excluded.attempt_id,
-                    sa.or_(
-                        *(t.c.status == _text(s) for s in ("proposed", "approved", "abandoned"))
-                    ),
-                ),
-            ),
-            compiler,
-        )
-        finish_values: dict[str, Any] = {
-            name: sa.bindparam(name)
-            for name in ("status", "result", "error", "finished_at", "updated_at", "duration_ms")
-        }
-        self.finish = self._compile(
-            t.update()
-            .where(_guard(attempt=True))
-            .values(**finish_values, lease_expires_at=sa.null(), late=sa.bindparam("late")),
-            compiler,
-        )
-        self.decide = self._compile(
-            t.update()
-            .where(_guard(attempt=False))
-            .values(
-                status=sa.bindparam("status"),
-                decision=sa.bindparam("decision"),
-                decided_by=sa.bindparam("decided_by"),
-                decision_reason=sa.bindparam("decision_reason"),
-                error=sa.bindparam("error"),
-                finished_at=sa.bindparam("finished_at"),
-                updated_at=sa.bindparam("updated_at"),
-                lease_expires_at=sa.bindparam("lease_expires_at"),
-                worker_id=sa.bindparam("worker_id"),
-                attempt_id=sa.bindparam("attempt_id"),
-            ),
-            compiler,
-        )
-        self.renew = self._compile(
-            t.update()
-            .where(_guard(attempt=True))
-            .values(lease_expires_at=sa.bindparam("lease_expires_at")),
-            compiler,
-        )
-        self.confirm = self._compile(
-            t.update()
-            .where(t.c.message_id == sa.bindparam("message_id"), t.c.status == _text("executed"))
-            .values(status=_text("confirmed"), updated_at=sa.bindparam("updated_at")),
-            compiler,
-        )
-        expired = sa.and_(
-            sa.or_(*(t.c.status == _text(status) for status in _RUNNING)),
-            t.c.lease_expires_at < sa.bindparam("now"),
-        )
-        sweep = t.update().values(
-            status=_text("abandoned"),
-            updated_at=sa.bindparam("now"),
-            finished_at=sa.bindparam("now"),
-            error=_text("abandoned: the worker stopped renewing its lease"),
-        )
-        if dialect == "postgresql":
-            # Several sweepers (or workers) at once: each row is taken by one, none waits.
-            locked = (
-                sa.select(t.c.key)
-                .where(expired)
-                .limit(sa.bindparam("batch"))
-                .with_for_update(skip_locked=True)
-                .scalar_subquery()
-            )
-            sweep = sweep.where(t.c.key.in_(locked))
-        else:
-            sweep = sweep.where(expired)
-        self.sweep = self._compile(sweep.returning(t.c.key), compiler)
-        self.expire_approvals = self._compile(
-            t.update()
-            .where(
-                t.c.status == _text("awaiting_approval"), t.c.updated_at < sa.bindparam("before")
-            )
-            .values(
-                status=_text("abandoned"),
-                updated_at=sa.bindparam("now"),
-                finished_at=sa.bindparam("now"),
-                error=_text("abandoned: nobody decided before the approval expired"),
-            )
-            .returning(t.c.key),
-            compiler,
-        )
-        self.get = self._compile(sa.select(t).where(t.c.key == sa.bindparam("key")), compiler)
-        self.compiler = compiler
+        found = kept.SQLITE if dialect == "sqlite" else kept.POSTGRESQL
 
-    @staticmethod
-    def _compile(statement: Any, compiler: sa.engine.Dialect) -> Sql:
-        """The SQL text and how to pick its positional values out of a parameter dict."""
-        compiled = statement.compile(dialect=compiler)
+        def sql(name: str) -> Sql:
+            text, names = found[name]
+            return Sql(text, names)
+
+        self.insert = sql("insert")
+        self.upsert = sql("upsert")
+        self.finish = sql("finish")
+        #: ``finish`` that also announces the key (PostgreSQL NOTIFY): approved calls only.
+        self.finish_notify = sql("finish_notify")
+        self.decide = sql("decide")
+        #: ``decide`` that also announces the key: decisions on paused calls only.
+        self.decide_notify = sql("decide_notify")
+        self.renew = sql("renew")
+        self.confirm = sql("confirm")
+        self.sweep = sql("sweep")
+        self.expire_approvals = sql("expire_approvals")
+        self.get = sql("get")
+
+    def render(self, statement: Any) -> Sql:
+        """Compile an ad-hoc SQLAlchemy statement (reads) for this dialect."""
+        from expediter.core.ledger.compile import compiler
+
+        compiled = statement.compile(dialect=compiler(self.dialect))
         names = tuple(compiled.positiontup or ())
         constants = {k: v for k, v in compiled.params.items() if k not in _OURS and v is not None}
         return Sql(compiled.string, names, constants)
-
-    def render(self, statement: Any) -> Sql:
-        """Compile an ad-hoc statement (reads) for this dialect."""
-        return self._compile(statement, self.compiler)
 
 
 @final
@@ -241,19 +117,59 @@ class Repository:
         self.statements = statements
         # One cursor for every statement: psycopg makes a new one per connection.execute().
         self._cursor = connection.cursor()
+        self._sqlite = statements.dialect == "sqlite"
+        # Writes on PostgreSQL run as prepared statements through libpq (see prepared.py).
+        self._writer: Any = self._cursor
+        if not self._sqlite:
+            from expediter.core.ledger.prepared import PreparedWriter
+
+            self._writer = PreparedWriter(connection)
 
     def _execute(self, statement: Sql, params: Mapping[str, Any]) -> Any:
         self._cursor.execute(statement.text, statement.values(params))
         return self._cursor
 
+    def _write(self, statement: Sql, params: Mapping[str, Any]) -> int:
+        """Run a write; how many rows it changed."""
+        try:
+            values = statement.pick(params)
+        except KeyError:
+            values = statement.values(params)
+        return int(self._writer.execute(statement.text, values).rowcount)
+
     def insert(self, row: Mapping[str, Any]) -> bool:
         """Create a row in its first status; False when the key exists (nothing changed)."""
-        return bool(self._execute(self.statements.insert, row).rowcount == 1)
+        return self._write(self.statements.insert, row) == 1
+
+    def insert_many(self, rows: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """Create several rows in one transaction (one commit); for each, whether it was
+        created (False: the key existed and nothing changed)."""
+        insert = self.statements.insert
+        with self._transaction():
+            return [self._write(insert, row) == 1 for row in rows]
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction on the autocommit connection (SQLite takes the write lock first)."""
+        self._command("BEGIN IMMEDIATE" if self._sqlite else "BEGIN")
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):  # a failed connection: the caller sees why
+                self._command("ROLLBACK")
+            raise
+        self._command("COMMIT")
+
+    def _command(self, text: str) -> None:
+        if self._sqlite:
+            self._cursor.execute(text)
+        else:
+            self._writer.command(text.encode())
 
     def upsert_executed(self, row: Mapping[str, Any]) -> bool:
         """Record a finished attempt whose first write was lost: insert it, or finish the row
         this same attempt created. Never touches another attempt's row."""
-        return bool(self._execute(self.statements.upsert, row).rowcount == 1)
+        return self._write(self.statements.upsert, row) == 1
 
     def finish(
         self,
@@ -271,7 +187,8 @@ class Repository:
     ) -> bool:
         """Move a running attempt (``expected``: proposed, approved, or abandoned for a late
         result, which marks it ``late``) to ``executed`` or ``failed``."""
-        _check(expected, status, _FINISHES)
+        if (expected, status) not in _FINISH_MOVES:
+            _check(expected, status, _FINISHES)
         if late is None:
             late = expected == "abandoned"
         params = {
@@ -287,7 +204,10 @@ class Repository:
             "duration_ms": duration_ms,
             "late": late,
         }
-        return bool(self._execute(self.statements.finish, params).rowcount == 1)
+        # Someone may wait for an approved call (Ledger.wait): announce it; ordinary calls not.
+        statements = self.statements
+        statement = statements.finish_notify if expected == "approved" else statements.finish
+        return self._write(statement, params) == 1
 
     def decide(
         self,
@@ -324,7 +244,9 @@ class Repository:
             "worker_id": worker_id,
             "attempt_id": attempt_id,
         }
-        return bool(self._execute(self.statements.decide, params).rowcount == 1)
+        paused = expected == "awaiting_approval"
+        statement = self.statements.decide_notify if paused else self.statements.decide
+        return self._write(statement, params) == 1
 
     def renew(
         self, key: str, user_id: str | None, attempt_id: str, expected: str, until: float
@@ -337,14 +259,11 @@ class Repository:
             "g_attempt": attempt_id,
             "lease_expires_at": until,
         }
-        return bool(self._execute(self.statements.renew, params).rowcount == 1)
+        return self._write(self.statements.renew, params) == 1
 
     def confirm(self, message_id: str, now: float) -> int:
         """Move a message's executed rows to ``confirmed``; returns how many."""
-        cursor = self._execute(
-            self.statements.confirm, {"message_id": message_id, "updated_at": now}
-        )
-        return int(cursor.rowcount)
+        return self._write(self.statements.confirm, {"message_id": message_id, "updated_at": now})
 
     def sweep(self, now: float, batch: int = 1000) -> list[str]:
         """Abandon running rows whose lease expired; returns their keys."""
@@ -364,6 +283,15 @@ class Repository:
             return None
         return dict(zip([d[0] for d in cursor.description], row, strict=True))
 
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The rows of the keys that exist, by key."""
+        found = {}
+        for key in keys:
+            row = self.get(key)
+            if row is not None:
+                found[key] = row
+        return found
+
     def select(self, statement: Any, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run an ad-hoc read compiled for this dialect."""
         cursor = self._execute(self.statements.render(statement), params)
@@ -373,6 +301,10 @@ class Repository:
 
 _FINISHES = frozenset({"executed", "failed"})
 _DECISIONS = frozenset({"awaiting_approval", "approved", "denied"})
+#: The (expected, status) pairs ``finish`` may write, looked up once per call.
+_FINISH_MOVES = frozenset(
+    (expected, status) for expected, targets in ALLOWED.items() for status in targets & _FINISHES
+)
 
 
 def _check(expected: str, status: str, targets: frozenset[str]) -> None:

@@ -8,12 +8,15 @@ from typing import Any
 
 from expediter.core.ledger.database import Database
 
-__all__ = ["HEAD", "current_revision", "upgrade"]
+__all__ = ["HEAD", "current_revision", "script_head", "upgrade"]
 
 logger = logging.getLogger(__name__)
 
-#: The newest migration; ``tests`` check it matches the scripts in ``migrations/versions``.
-HEAD = "0002_call_request"
+#: The newest migration, for the revision check at every ledger open. Written out because
+#: asking alembic (``script_head()``) imports alembic and SQLAlchemy, ~450 ms, and the CLI's
+#: call path must import neither (DESIGN.md section 9, ``expediter --help`` and per-call
+#: budgets); ``tests/core/ledger/test_schema.py`` checks it equals ``script_head()``.
+HEAD = "0003_lean_indexes"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -42,20 +45,23 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
     """Apply the bundled migrations up to ``revision``; returns the revision reached.
 
     An empty database going to head gets the current tables directly and is stamped at head
-    (what every migration in order would build; a test checks the two agree), which spares
-    importing alembic on a fresh install.
+    with alembic (what every migration in order would build; a test checks the two agree).
     """
     import sqlalchemy as sa
+    from alembic import command
 
     engine = sa.create_engine(database.sqlalchemy_url, poolclass=sa.pool.NullPool)
     try:
         with engine.begin() as connection:
-            if revision in ("head", HEAD) and _is_empty(connection):
-                _create_at_head(connection)
-            else:
-                from alembic import command
+            config = _config(connection)
+            head = script_head()
+            if revision in ("head", head) and _is_empty(connection):
+                from expediter.core.ledger.tables import metadata
 
-                command.upgrade(_config(connection), revision)
+                metadata.create_all(connection)
+                command.stamp(config, head)
+            else:
+                command.upgrade(config, revision)
         with engine.connect() as connection:
             reached = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
             row = reached.fetchone()
@@ -72,25 +78,20 @@ def _is_empty(connection: Any) -> bool:
     return not names & {"alembic_version", "tool_call_attempts"}
 
 
-def _create_at_head(connection: Any) -> None:
-    import sqlalchemy as sa
+def _scripts() -> Any:
+    from alembic.script import ScriptDirectory
 
-    from expediter.core.ledger.tables import metadata
+    return ScriptDirectory.from_config(_config(None))
 
-    metadata.create_all(connection)
-    version = sa.Table(
-        "alembic_version",
-        sa.MetaData(),
-        sa.Column("version_num", sa.String(32), nullable=False),
-        sa.PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
-    )
-    version.create(connection)
-    connection.execute(version.insert().values(version_num=HEAD))
+
+def script_head() -> str:
+    """The head revision of the bundled migration scripts (imports alembic)."""
+    head = _scripts().get_current_head()
+    if head is None:  # pragma: no cover - the package always ships its migrations
+        raise RuntimeError(f"no migrations found in {MIGRATIONS}")
+    return str(head)
 
 
 def heads() -> list[str]:
-    """The head revisions of the bundled scripts (for tests)."""
-    from alembic.script import ScriptDirectory
-
-    config = _config(None)
-    return list(ScriptDirectory.from_config(config).get_heads())
+    """Every head revision of the bundled scripts (one, unless the history forked)."""
+    return list(_scripts().get_heads())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from expediter.core.records.calls import LEDGER_STATUSES
+from expediter.core.records.statuses import LEDGER_STATUSES
 
 __all__ = ["STATUSES", "metadata", "tool_call_attempts"]
 
@@ -52,23 +52,35 @@ tool_call_attempts = sa.Table(
         "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
         name="ck_tool_call_attempts_status",
     ),
-    # Partial indexes hold only the rows their queries look for, so most calls touch fewer
-    # indexes: the sweeper's running rows (those with a lease), calls in a conversation, and
-    # calls waiting for a decision.
+    # Every index is written by every call it holds, so each earns its place by a read that
+    # needs it (see queries.py), and partial indexes hold only the rows those reads look for.
+    # The sweeper's running rows (those with a lease): on PostgreSQL a finished call leaves
+    # the partial index without an index write; SQLite would delete the entry again in the
+    # call's second commit (two extra WAL pages per call, the dearest index by far), so an
+    # SQLite sweep, an occasional maintenance command, scans the table instead.
     sa.Index(
         "ix_tool_call_attempts_lease",
         "lease_expires_at",
-        sqlite_where=sa.text("lease_expires_at IS NOT NULL"),
         postgresql_where=sa.text("lease_expires_at IS NOT NULL"),
-    ),
+    ).ddl_if(dialect="postgresql"),
+    # ``confirm`` of a turn's message; direct calls have none and skip it.
     sa.Index(
         "ix_tool_call_attempts_message",
         "message_id",
         sqlite_where=sa.text("message_id IS NOT NULL"),
         postgresql_where=sa.text("message_id IS NOT NULL"),
     ),
-    sa.Index("ix_tool_call_attempts_user", "user_id", "attempted_at"),
+    # ``ledger ls --user U`` newest first; calls without a user cannot be asked for by user.
+    sa.Index(
+        "ix_tool_call_attempts_user",
+        "user_id",
+        "attempted_at",
+        sqlite_where=sa.text("user_id IS NOT NULL"),
+        postgresql_where=sa.text("user_id IS NOT NULL"),
+    ),
+    # ``ledger ls`` newest first (limit 100 by default) and ``--since``.
     sa.Index("ix_tool_call_attempts_attempted", "attempted_at"),
+    # ``approvals ls`` and the expiry of approvals: only calls waiting for a decision.
     sa.Index(
         "ix_tool_call_attempts_waiting",
         "updated_at",

@@ -6,9 +6,13 @@ import itertools
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
+
+from expediter.core.records.convert import json_form, json_value, unstructure
+from expediter.core.records.statuses import LEDGER_STATUSES, EventStatus
+from expediter.core.records.text import json_text, truncate
 
 __all__ = [
     "DISPLAY_LIMIT",
@@ -20,20 +24,6 @@ __all__ = [
     "new_run_id",
 ]
 
-EventStatus = Literal[
-    "pending", "awaiting_approval", "requires_client_execution", "denied", "completed", "error"
-]
-#: Every status a ledger row (a call attempt) can be in.
-LEDGER_STATUSES = (
-    "proposed",
-    "awaiting_approval",
-    "approved",
-    "denied",
-    "executed",
-    "confirmed",
-    "failed",
-    "abandoned",
-)
 #: Characters of a result kept in an event (the copy shown in UIs and logs).
 DISPLAY_LIMIT = 2000
 
@@ -50,10 +40,10 @@ def new_run_id() -> str:
     return f"{_RUN_PREFIX}{next(_RUN_COUNTER):08x}"
 
 
-def _dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(value) if value else {}
-
-
+@json_form(
+    keys=("call_id", "name", "instance_id", "tool", "action", "arguments", "error", "extras"),
+    dump={"extras": json_value},
+)
 @attrs.frozen
 class ToolCall:
     """One tool call proposed by a model, mapped back to a tool instance and action."""
@@ -77,39 +67,37 @@ class ToolCall:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form used by ``expediter parse`` (bytes extras as base64)."""
-        return {
-            "call_id": self.call_id,
-            "name": self.name,
-            "instance_id": self.instance_id,
-            "tool": self.tool,
-            "action": self.action,
-            "arguments": dict(self.arguments),
-            "error": self.error,
-            "extras": {key: _json_safe(value) for key, value in self.extras.items()},
-        }
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        import base64
-
-        return base64.b64encode(value).decode("ascii")
-    return value
+        return unstructure(self)
 
 
 def display_copy(value: Any, limit: int = DISPLAY_LIMIT) -> Any:
     """Return a result as is when its JSON form is short, else a cut string with a marker."""
-    import json
-
     if value is None or isinstance(value, bool | int | float):
         return value
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if len(text) <= limit:
-        return value
-    marker = f" ... [{len(text) - limit} more characters]"
-    return text[: limit - len(marker)] + marker
+    text = json_text(value)
+    return value if len(text) <= limit else truncate(text, limit)
 
 
+@json_form(
+    keys=(
+        "status",
+        "key",
+        "call_id",
+        "name",
+        "tool",
+        "action",
+        "arguments",
+        "result",
+        "error",
+        "error_type",
+        "duration_ms",
+        "instance_id",
+        "user_id",
+        "owner_id",
+        "reason",
+    ),
+    dump={"result": display_copy},
+)
 @attrs.frozen(kw_only=True)
 class CallEvent:
     """What happened to one call: pending, awaiting approval, denied, completed or error."""
@@ -129,6 +117,8 @@ class CallEvent:
     duration_ms: float | None = None
     instance_id: str | None = None
     user_id: str | None = None
+    #: The user who owns the tool instance (its configuration and credentials).
+    owner_id: str | None = None
     #: Why a call waits for approval or was denied.
     reason: str | None = None
     #: The result as the model reads it (JSON text, bounded), for completed calls of a turn.
@@ -140,20 +130,5 @@ class CallEvent:
         return self.status == "completed"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the stable JSON form of the event."""
-        return {
-            "status": self.status,
-            "key": self.key,
-            "call_id": self.call_id,
-            "name": self.name,
-            "tool": self.tool,
-            "action": self.action,
-            "arguments": dict(self.arguments),
-            "result": display_copy(self.result),
-            "error": self.error,
-            "error_type": self.error_type,
-            "duration_ms": self.duration_ms,
-            "instance_id": self.instance_id,
-            "user_id": self.user_id,
-            "reason": self.reason,
-        }
+        """Return the stable JSON form of the event (the result as its display copy)."""
+        return unstructure(self)

@@ -18,6 +18,8 @@ from typing import Any
 
 import attrs
 
+from expediter.core.records.convert import json_form, structure, unstructure
+
 __all__ = ["NAME_PATTERN", "NameEntry", "NameMap", "assign_names", "sanitize"]
 
 #: What every provider accepts as a function name.
@@ -50,6 +52,7 @@ def _with_suffix(name: str, suffix: str) -> str:
     return f"{name[:room]}_{suffix}"
 
 
+@json_form(keys=("instance_id", "tool", "action", "client"))
 @attrs.frozen
 class NameEntry:
     """One offered name and what it calls."""
@@ -63,14 +66,24 @@ class NameEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
-            "instance_id": self.instance_id,
-            "tool": self.tool,
-            "action": self.action,
-            "client": self.client,
-        }
+        return unstructure(self)
 
 
+def _dump_entries(entries: tuple[NameEntry, ...]) -> dict[str, Any]:
+    return {entry.name: unstructure(entry) for entry in entries}
+
+
+def _load_entries(names: Mapping[str, Mapping[str, Any]]) -> tuple[NameEntry, ...]:
+    return tuple(structure({**item, "name": name}, NameEntry) for name, item in names.items())
+
+
+@json_form(
+    keys=("version", "names"),
+    computed={"version": lambda _: 1},
+    rename={"entries": "names"},
+    dump={"entries": _dump_entries},
+    load={"entries": _load_entries},
+)
 @attrs.frozen
 class NameMap:
     """The reverse map ``offered name -> (instance id, action)`` of one turn."""
@@ -113,24 +126,12 @@ class NameMap:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form, to store with a turn."""
-        return {"version": 1, "names": {entry.name: entry.to_dict() for entry in self.entries}}
+        return unstructure(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NameMap:
         """Rebuild a map stored with ``to_dict``."""
-        names = data.get("names", {})
-        return cls(
-            tuple(
-                NameEntry(
-                    name=name,
-                    instance_id=item["instance_id"],
-                    tool=item["tool"],
-                    action=item["action"],
-                    client=bool(item.get("client", False)),
-                )
-                for name, item in names.items()
-            )
-        )
+        return structure(data, cls)
 
 
 Target = tuple[str, str, str, str, bool]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -34,15 +34,39 @@ from expediter.errors import ArgumentError, UnknownProvider
 from expediter.hookspecs.tool import Action, CallContext
 
 if TYPE_CHECKING:
-    from expediter.core.calls.executor import Executor
-    from expediter.core.host import Host
+    from expediter.core.discovery.catalogue import ToolInfo
+    from expediter.core.discovery.loading import LoadedTool
 
-__all__ = ["CLIENT_TOOL", "OfferedAction", "ToolInstance", "Toolset", "build_toolset"]
+__all__ = ["CLIENT_TOOL", "OfferedAction", "Offers", "Runner", "ToolInstance", "Toolset"]
 
 logger = logging.getLogger(__name__)
 
 #: The tool name recorded for client-side tools (functions the application runs itself).
 CLIENT_TOOL = "client"
+#: How many offered names an "unknown function" error lists before "and N more".
+NAMES_LISTED = 30
+#: The same unknown name this many times in a turn earns a directive to stop.
+REPEATS_BEFORE_DIRECTIVE = 3
+
+
+class Runner(Protocol):
+    """Runs a turn's calls (the host's executor): one event per call, in call order."""
+
+    def run(
+        self,
+        toolset: Toolset,
+        calls: Iterable[ToolCall],
+        message_id: str | None,
+        run_id: str | None,
+    ) -> Iterator[CallEvent]: ...
+
+    def arun(
+        self,
+        toolset: Toolset,
+        calls: Iterable[ToolCall],
+        message_id: str | None,
+        run_id: str | None,
+    ) -> AsyncIterator[CallEvent]: ...
 
 
 def _optional_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -127,58 +151,12 @@ class _Composition:
     specs: dict[tuple[str, bool], list[ToolSpec]] = attrs.Factory(dict)
 
 
-def _compose(host: Host, sources: Sequence[_Source]) -> _Composition:
-    """Name the sources' actions, reusing the result when the very same sources come again."""
-    cache = host._toolset_cache  # owned by the host: shared by its toolsets
-    key = tuple(id(source) for source in sources)
-    cached = cache.get(key)
-    if cached is not None and all(a is b for a, b in zip(cached.sources, sources, strict=True)):
-        return cached
-    name_map = assign_names(
-        (source.instance_id, source.display_name, source.tool, action.name, source.client)
-        for source in sources
-        for action in source.actions
-    )
-    offered = []
-    for source in sources:
-        for action in source.actions:
-            name = name_map.name_for(source.instance_id, action.name)
-            assert name is not None
-            offered.append(
-                OfferedAction(
-                    name,
-                    source.instance_id,
-                    source.tool,
-                    source.display_name,
-                    action,
-                    source.client,
-                )
-            )
-    composition = _Composition(
-        tuple(sources), name_map, tuple(offered), {item.name: item for item in offered}
-    )
-    if len(cache) >= 64:
-        cache.clear()
-    cache[key] = composition
-    return composition
-
-
-def _installed_sources(host: Host) -> list[_Source]:
-    """One source per offered non-internal tool (the same objects for the host's lifetime)."""
-    if host._installed_sources is None:
-        host._installed_sources = tuple(
-            _Source(info.name, info.name, info.name, tuple(a for a in info.actions if a.active))
-            for info in host.catalogue()
-        )
-    return list(host._installed_sources)
-
-
 class Toolset:
     """The tools offered in one turn: schemas per provider, parsing calls, result messages."""
 
     def __init__(
         self,
-        host: Host,
+        offers: Offers,
         sources: Sequence[_Source],
         *,
         user_id: str | None = None,
@@ -187,7 +165,7 @@ class Toolset:
         errors: Sequence[str] = (),
         configs: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        self.host = host
+        self._offers = offers
         #: The configuration of each configured instance, by instance id.
         self.configs: dict[str, Mapping[str, Any]] = dict(configs or {})
         self.user_id = user_id
@@ -197,8 +175,7 @@ class Toolset:
         self.errors = list(errors)
         #: How often each unknown function name was called in this turn.
         self._unresolved: dict[str, int] = {}
-        self._runner: Executor | None = None
-        self._composition = _compose(host, sources)
+        self._composition = offers.compose(sources)
         self.name_map: NameMap = self._composition.name_map
         #: The offered actions, in offer order.
         self.actions: tuple[OfferedAction, ...] = self._composition.actions
@@ -213,30 +190,12 @@ class Toolset:
 
     # -- schemas ------------------------------------------------------------------------------
 
-    def _spec(self, adapter: Provider, offered: OfferedAction, strict: bool) -> ToolSpec:
-        # Per action version, shared by every composition that offers it.
-        cache = self.host._schema_cache
-        key = (id(offered.action), adapter.name, strict)
-        cached = cache.get(key)
-        if cached is None or cached[0] is not offered.action:
-            parameters = model_schema(offered.action)
-            is_strict = False
-            if strict and adapter.supports_strict:
-                try:
-                    parameters, is_strict = strict_schema(parameters), True
-                except NotStrictable as exc:
-                    logger.info("%s is offered without strict mode: %s", offered.name, exc)
-            cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
-            cache[key] = cached
-        _, parameters, is_strict = cached
-        return ToolSpec(offered.name, offered.action.description, parameters, is_strict)
-
     def schemas(self, provider: str, strict: bool = False) -> list[dict[str, Any]]:
         """The list the provider's ``tools`` field takes (strict mode for OpenAI/Anthropic)."""
         adapter = get_provider(provider)
         specs = self._composition.specs.get((adapter.name, strict))
         if specs is None:
-            specs = [self._spec(adapter, offered, strict) for offered in self.actions]
+            specs = [self._offers.spec(adapter, offered, strict) for offered in self.actions]
             self._composition.specs[(adapter.name, strict)] = specs
         return adapter.tools(specs)
 
@@ -251,7 +210,7 @@ class Toolset:
         """Run a turn's calls: yields one event per call, in call order (``completed``,
         ``error``, ``denied``, ``awaiting_approval``, ``requires_client_execution``).
         Never raises for what a tool or the model did."""
-        return self._executor().run(calls, message_id=message_id, run_id=run_id)
+        return self._offers.runner.run(self, calls, message_id, run_id)
 
     def arun(
         self,
@@ -261,14 +220,28 @@ class Toolset:
     ) -> AsyncIterator[CallEvent]:
         """Async ``run``: independent calls run concurrently, each within the host's
         ``call_timeout``; final events come in call order."""
-        return self._executor().arun(calls, message_id=message_id, run_id=run_id)
+        return self._offers.runner.arun(self, calls, message_id, run_id)
 
-    def _executor(self) -> Executor:
-        if self._runner is None:
-            from expediter.core.calls.executor import Executor
-
-            self._runner = Executor(self)
-        return self._runner
+    def unknown_name(self, call: ToolCall) -> str:
+        """The error for a call to a name that was not offered: what is offered, and after a
+        few attempts at the same name in this turn, a directive to stop."""
+        names = self.name_map.names
+        listed = ", ".join(names[:NAMES_LISTED]) or "none"
+        if len(names) > NAMES_LISTED:
+            listed += f", and {len(names) - NAMES_LISTED} more"
+        if not call.name and call.error:
+            return f"{call.error}. Available: {listed}"  # malformed: there was no name to try
+        counts = self._unresolved
+        counts[call.name] = counts.get(call.name, 0) + 1
+        if counts[call.name] >= REPEATS_BEFORE_DIRECTIVE:
+            return (
+                f"there is no function {call.name!r}, and this is attempt "
+                f"{counts[call.name]}. Stop calling {call.name!r}; use one of: {listed}"
+            )
+        message = f"unknown function {call.name!r}: it was not offered. Available: {listed}"
+        if call.error and "unknown function name" not in call.error:
+            message += f" ({call.error})"
+        return message
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -276,9 +249,12 @@ class Toolset:
         entry = self.name_map.resolve(raw.name)
         arguments, problem = parse_arguments(raw.arguments)
         if entry is None:
-            error = f"unknown function name {raw.name!r}: no such function was offered"
-            if problem:
-                error += f"; also, {problem}"
+            if not raw.name and problem:
+                error = f"the call could not be read: {problem}"
+            else:
+                error = f"unknown function name {raw.name!r}: no such function was offered"
+                if problem:
+                    error += f"; also, {problem}"
             return ToolCall(raw.call_id, raw.name, arguments, error=error, extras=raw.extras)
         offered = self._by_name.get(raw.name)
         if problem is None and offered is not None:
@@ -330,53 +306,139 @@ class Toolset:
         return get_provider(provider).result_messages(calls, results)
 
 
-def build_toolset(
-    host: Host,
-    *,
-    user_id: str | None = None,
-    instances: Iterable[ToolInstance | Mapping[str, Any]] | None = None,
-    client_tools: Iterable[Mapping[str, Any]] = (),
-    internal: Iterable[str] = (),
-    headless: bool = False,
-    allowlist: Iterable[str] = (),
-) -> Toolset:
-    """Assemble a toolset: installed tools, explicit instances, internal and client tools."""
-    sources: dict[str, _Source] = {
-        source.instance_id: source for source in _installed_sources(host)
-    }
-    errors: list[str] = []
-    configs: dict[str, Mapping[str, Any]] = {}
-    for info in (host.tool_info(name) for name in internal):
-        actions = tuple(action for action in info.actions if action.active)
-        sources[info.name] = _Source(info.name, info.name, info.name, actions)
-    for value in instances or ():
-        instance = ToolInstance.coerce(value)
-        instance_id = instance.instance_id or instance.tool
-        host.tool_info(instance.tool)  # ToolNotFound / ToolConflict for a bad tool name
-        try:
-            loaded = host.registry.load(
-                instance.tool, user_id, instance_id=instance_id, config=instance.config
+class Offers:
+    """What a host offers, composed into toolsets; holds the caches all its toolsets share.
+
+    The host hands in how to read its catalogue, load a tool instance, and run calls; a toolset
+    never sees the host.
+    """
+
+    def __init__(
+        self,
+        *,
+        catalogue: Callable[[], Sequence[ToolInfo]],
+        tool_info: Callable[[str], ToolInfo],
+        load: Callable[..., LoadedTool],
+        runner: Runner,
+    ) -> None:
+        self._catalogue = catalogue
+        self._tool_info = tool_info
+        self._load = load
+        self.runner = runner
+        #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
+        self._schemas: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
+        #: Compositions by the identity of their sources (see ``compose``).
+        self._compositions: dict[tuple[int, ...], _Composition] = {}
+        self._installed: tuple[_Source, ...] | None = None
+
+    def compose(self, sources: Sequence[_Source]) -> _Composition:
+        """Name the sources' actions, reusing the result when the very same sources come again."""
+        cache = self._compositions
+        key = tuple(id(source) for source in sources)
+        cached = cache.get(key)
+        if cached is not None and all(a is b for a, b in zip(cached.sources, sources, strict=True)):
+            return cached
+        name_map = assign_names(
+            (source.instance_id, source.display_name, source.tool, action.name, source.client)
+            for source in sources
+            for action in source.actions
+        )
+        offered = []
+        for source in sources:
+            for action in source.actions:
+                name = name_map.name_for(source.instance_id, action.name)
+                assert name is not None
+                offered.append(
+                    OfferedAction(
+                        name,
+                        source.instance_id,
+                        source.tool,
+                        source.display_name,
+                        action,
+                        source.client,
+                    )
+                )
+        composition = _Composition(
+            tuple(sources), name_map, tuple(offered), {item.name: item for item in offered}
+        )
+        if len(cache) >= 64:
+            cache.clear()
+        cache[key] = composition
+        return composition
+
+    def spec(self, adapter: Provider, offered: OfferedAction, strict: bool) -> ToolSpec:
+        """One action's provider schema (per action version, shared by every composition)."""
+        key = (id(offered.action), adapter.name, strict)
+        cached = self._schemas.get(key)
+        if cached is None or cached[0] is not offered.action:
+            parameters = model_schema(offered.action)
+            is_strict = False
+            if strict and adapter.supports_strict:
+                try:
+                    parameters, is_strict = strict_schema(parameters), True
+                except NotStrictable as exc:
+                    logger.info("%s is offered without strict mode: %s", offered.name, exc)
+            cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
+            self._schemas[key] = cached
+        _, parameters, is_strict = cached
+        return ToolSpec(offered.name, offered.action.description, parameters, is_strict)
+
+    def _installed_sources(self) -> list[_Source]:
+        """One source per offered non-internal tool (the same objects while the host lives)."""
+        if self._installed is None:
+            self._installed = tuple(
+                _Source(info.name, info.name, info.name, tuple(a for a in info.actions if a.active))
+                for info in self._catalogue()
             )
-            context = CallContext(user_id=user_id, instance_id=instance_id, tool=instance.tool)
-            actions = tuple(a for a in loaded.actions(context).values() if a.active)
-        except Exception as exc:
-            errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
-            logger.error("tool instance %s cannot be offered", instance_id, exc_info=exc)
-            continue
-        display = instance.name or instance_id
-        sources[instance_id] = _Source(instance_id, display, instance.tool, actions)
-        if instance.config is not None:
-            configs[instance_id] = instance.config
-    for definition in client_tools:
-        action = _client_action(definition)
-        instance_id = f"{CLIENT_TOOL}:{action.name}"
-        sources[instance_id] = _Source(instance_id, CLIENT_TOOL, CLIENT_TOOL, (action,), True)
-    return Toolset(
-        host,
-        list(sources.values()),
-        user_id=user_id,
-        headless=headless,
-        allowlist=allowlist,
-        errors=errors,
-        configs=configs,
-    )
+        return list(self._installed)
+
+    def toolset(
+        self,
+        *,
+        user_id: str | None = None,
+        instances: Iterable[ToolInstance | Mapping[str, Any]] | None = None,
+        client_tools: Iterable[Mapping[str, Any]] = (),
+        internal: Iterable[str] = (),
+        headless: bool = False,
+        allowlist: Iterable[str] = (),
+    ) -> Toolset:
+        """Assemble a toolset: installed tools, explicit instances, internal and client tools."""
+        sources: dict[str, _Source] = {
+            source.instance_id: source for source in self._installed_sources()
+        }
+        errors: list[str] = []
+        configs: dict[str, Mapping[str, Any]] = {}
+        for info in (self._tool_info(name) for name in internal):
+            actions = tuple(action for action in info.actions if action.active)
+            sources[info.name] = _Source(info.name, info.name, info.name, actions)
+        for value in instances or ():
+            instance = ToolInstance.coerce(value)
+            instance_id = instance.instance_id or instance.tool
+            self._tool_info(instance.tool)  # ToolNotFound / ToolConflict for a bad tool name
+            try:
+                loaded = self._load(
+                    instance.tool, user_id, instance_id=instance_id, config=instance.config
+                )
+                context = CallContext(user_id=user_id, instance_id=instance_id, tool=instance.tool)
+                actions = tuple(a for a in loaded.actions(context).values() if a.active)
+            except Exception as exc:
+                errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
+                logger.error("tool instance %s cannot be offered", instance_id, exc_info=exc)
+                continue
+            display = instance.name or instance_id
+            sources[instance_id] = _Source(instance_id, display, instance.tool, actions)
+            if instance.config is not None:
+                configs[instance_id] = instance.config
+        for definition in client_tools:
+            action = _client_action(definition)
+            instance_id = f"{CLIENT_TOOL}:{action.name}"
+            sources[instance_id] = _Source(instance_id, CLIENT_TOOL, CLIENT_TOOL, (action,), True)
+        return Toolset(
+            self,
+            list(sources.values()),
+            user_id=user_id,
+            headless=headless,
+            allowlist=allowlist,
+            errors=errors,
+            configs=configs,
+        )

@@ -398,7 +398,7 @@ def test_overridden_preview_decision_is_a_hook_in_a_plugin_manager() -> None:
 
 def test_overridden_preview_decision_is_a_hook_in_a_real_host(make_host: MakeHost) -> None:
     host = make_host(Guarded)
-    relay = host.registry.load("guarded").relay
+    relay = host.loaded_tools.load("guarded").relay
     decision = relay.hook.preview_decision(action="wipe", arguments={"path": "/tmp"}, context=CTX)
     assert decision is not None
     assert decision.verdict == "ask"
@@ -506,7 +506,7 @@ def test_config_is_passed_to_init_and_read_only() -> None:
 
 def test_config_given_to_the_registry_reaches_the_instance(make_host: MakeHost) -> None:
     host = make_host(Mailer)
-    loaded = host.registry.load("mailer", instance_id="work", config={"host": "smtp.work"})
+    loaded = host.loaded_tools.load("mailer", instance_id="work", config={"host": "smtp.work"})
     assert loaded.instance.config == {"host": "smtp.work"}  # type: ignore[attr-defined]
     event = host.call("mailer", "settings", {})
     assert event.status == "completed"
@@ -673,7 +673,9 @@ def test_user_scoped_toolbox_gets_one_instance_per_user(make_host: MakeHost) -> 
         host.call("counter", "bump", {}, user_id=user).result for user in ["a", "a", "b", "a"]
     ]
     assert results == [1, 2, 1, 3]
-    assert host.registry.load("counter", "a").instance is not host.registry.load("counter", "b")
+    assert host.loaded_tools.load("counter", "a").instance is not host.loaded_tools.load(
+        "counter", "b"
+    )
 
 
 # -- results --------------------------------------------------------------------------------------

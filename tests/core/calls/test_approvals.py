@@ -4,23 +4,20 @@ SQLite and PostgreSQL, re-evaluation on resume, and expiry of approvals nobody d
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support import turn_workers as workers
+from support.responses import openai_response
 
 import expediter
 from expediter.core.host import Host
-from expediter.core.ledger.database import Database
 from expediter.core.ledger.records import LedgerRow
-from expediter.core.ledger.schema import upgrade
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
 from expediter.errors import LedgerError
@@ -35,12 +32,6 @@ def _clean_journal() -> Iterator[None]:
     RAN.clear()
     yield
     RAN.clear()
-
-
-@pytest.fixture(autouse=True)
-def _expediter_logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The CLI sets propagate=False on the "expediter" logger when a CLI test ran first.
-    monkeypatch.setattr(logging.getLogger("expediter"), "propagate", True)
 
 
 # -- tools and policies ---------------------------------------------------------------------------
@@ -135,35 +126,11 @@ PICK_DATE = {
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def response(*calls: tuple[str, str, Any]) -> dict[str, Any]:
-    """An OpenAI chat completion whose assistant message makes these ``(id, name, args)`` calls."""
-    return {
-        "choices": [
-            {
-                "message": {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {
-                            "id": call_id,
-                            "type": "function",
-                            "function": {
-                                "name": name,
-                                "arguments": args if isinstance(args, str) else json.dumps(args),
-                            },
-                        }
-                        for call_id, name, args in calls
-                    ],
-                }
-            }
-        ]
-    }
-
-
 def turn(
     toolset: Toolset, *calls: tuple[str, str, Any], message_id: str = "m1"
 ) -> tuple[list[ToolCall], list[CallEvent]]:
     """Parse the calls from a provider response and run them: the calls and their events."""
-    parsed = toolset.parse_calls("openai", response(*calls))
+    parsed = toolset.parse_calls("openai", openai_response(*calls))
     events = [e for e in toolset.run(parsed, message_id=message_id) if e.status != "pending"]
     assert [event.call_id for event in events] == [call.call_id for call in parsed]
     return parsed, events
@@ -559,27 +526,23 @@ def test_pending_approvals_expire_after_approval_seconds(make_host) -> None:
 
 
 def test_a_denial_that_lost_the_race_to_an_approval_is_not_reported_as_denied(
-    make_host,
+    make_host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     approver_host = make_host(refund, record_calls=True)
-
-    class ApprovesElsewhereFirst:
-        armed = False
-
-        @expediter.hookimpl
-        def tool_call_policy(self, call: ToolCall, action: Any, context: CallContext) -> None:
-            # Runs after the denying worker read the row: another worker approves meanwhile.
-            if self.armed:
-                self.armed = False
-                approver_host.resume("m1:c1", True, approver="alice")
-
-    race = ApprovesElsewhereFirst()
-    denier_host = make_host(refund, race, record_calls=True)
+    denier_host = make_host(refund, record_calls=True)
     turn(denier_host.toolset(), ("c1", "refund", {"order": "A1"}))
-    race.armed = True
+    ledger = denier_host.ledger
+    read = ledger.get
 
-    with pytest.raises(LedgerError):
+    def read_then_lose_the_race(key: str) -> Any:
+        found = read(key)  # the denying worker reads the paused row...
+        approver_host.resume(key, True, approver="alice")  # ...another worker approves it
+        return found
+
+    monkeypatch.setattr(ledger, "get", read_then_lose_the_race)
+    with pytest.raises(LedgerError, match="decided by someone else first"):
         denier_host.resume("m1:c1", False, approver="bob", reason="no")
+    monkeypatch.setattr(ledger, "get", read)
     assert row(denier_host, "m1:c1").status == "executed"
 
 
@@ -662,34 +625,9 @@ def test_resuming_with_an_instance_of_another_tool_is_refused(make_host) -> None
 # -- resuming from another process ------------------------------------------------------------
 
 
-def _load_workers() -> ModuleType:
-    name = "expediter_turn_test_workers"
-    if name not in sys.modules:
-        path = Path(__file__).with_name("_turn_workers.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A ledger database several processes share, with its schema at head."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'shared-ledger.db'}"
-    else:
-        url = request.getfixturevalue("fresh_pg_url")()
-    upgrade(Database.parse(url))
-    return url
-
-
 def test_a_call_paused_in_one_process_is_resumed_by_another_after_the_first_exited(
     shared_url: str, tmp_path: Path, make_host: Callable[..., Host]
 ) -> None:
-    workers = _load_workers()
     log = tmp_path / "refunds.log"
     log.touch()
     common = {"url": shared_url, "home": str(tmp_path / "home"), "log": log}
@@ -699,7 +637,9 @@ def test_a_call_paused_in_one_process_is_resumed_by_another_after_the_first_exit
         **common,
         user="ann",
         message_id="msg-1",
-        response=response(("c1", "refund", {"order": "A1"}), ("c2", "refund", {"order": "B2"})),
+        response=openai_response(
+            ("c1", "refund", {"order": "A1"}), ("c2", "refund", {"order": "B2"})
+        ),
     )
     assert [(e["status"], e["key"]) for e in proposed["events"]] == [
         ("awaiting_approval", "msg-1:c1"),

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from support.responses import openai_response
 
 import expediter
 from expediter.core.host import Host
@@ -22,12 +23,6 @@ from expediter.core.turns.toolset import Toolset
 from expediter.hookspecs.tool import Action, CallContext
 
 MODES = ["run", "arun"]
-
-
-@pytest.fixture(autouse=True)
-def _expediter_logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The CLI sets propagate=False on the "expediter" logger when a CLI test ran first.
-    monkeypatch.setattr(logging.getLogger("expediter"), "propagate", True)
 
 
 # -- tools ----------------------------------------------------------------------------------------
@@ -98,22 +93,6 @@ class Catalog:
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def response(*calls: tuple[str, str, Any]) -> dict[str, Any]:
-    """An OpenAI chat completion making these ``(id, name, arguments)`` calls."""
-    tool_calls = [
-        {
-            "id": call_id,
-            "type": "function",
-            "function": {
-                "name": name,
-                "arguments": args if isinstance(args, str) else json.dumps(args),
-            },
-        }
-        for call_id, name, args in calls
-    ]
-    return {"choices": [{"message": {"role": "assistant", "tool_calls": tool_calls}}]}
-
-
 async def _collect(events: AsyncIterator[CallEvent]) -> list[CallEvent]:
     return [event async for event in events]
 
@@ -133,7 +112,7 @@ def turn(
     toolset: Toolset, *calls: tuple[str, str, Any], mode: str = "run", message_id: str = "m1"
 ) -> list[CallEvent]:
     """Parse the calls from a provider response and run them; one final event per call."""
-    parsed = toolset.parse_calls("openai", response(*calls))
+    parsed = toolset.parse_calls("openai", openai_response(*calls))
     events = execute(toolset, parsed, mode, message_id)
     assert [event.call_id for event in events] == [call.call_id for call in parsed]
     return events
@@ -211,7 +190,7 @@ def test_malformed_arguments_are_an_error_naming_the_problem(
     mailbox = Mailbox()
     host = make_host(mailbox, record_calls=True)
     toolset = host.toolset()
-    calls = toolset.parse_calls("openai", response(("c1", "search", arguments)))
+    calls = toolset.parse_calls("openai", openai_response(("c1", "search", arguments)))
     (event,) = execute(toolset, calls)
 
     assert (event.status, event.error_type) == ("error", "ArgumentError")
@@ -420,7 +399,7 @@ def test_closing_arun_early_tells_a_sync_tool_still_running_to_stop(make_host) -
     host = make_host(poll, lookup)  # no call_timeout: only the cancellation can stop it
     toolset = host.toolset()
     calls = toolset.parse_calls(
-        "openai", response(("c1", "lookup", {"order": "A"}), ("c2", "poll", {"n": 1}))
+        "openai", openai_response(("c1", "lookup", {"order": "A"}), ("c2", "poll", {"n": 1}))
     )
 
     async def first_then_close() -> None:
@@ -452,7 +431,9 @@ def test_closing_arun_early_cancels_the_remaining_calls_and_fails_their_rows(mak
     toolset = host.toolset()
     calls = toolset.parse_calls(
         "openai",
-        response(("c1", "wait", {"n": 0}), ("c2", "wait", {"n": 30}), ("c3", "wait", {"n": 20})),
+        openai_response(
+            ("c1", "wait", {"n": 0}), ("c2", "wait", {"n": 30}), ("c3", "wait", {"n": 20})
+        ),
     )
 
     async def first_then_close() -> CallEvent:

@@ -5,6 +5,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 
 import expediter
@@ -29,21 +30,21 @@ class Size(enum.Enum):
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        pytest.param("text", Outcome("ok", value="text"), id="str"),
-        pytest.param(None, Outcome("ok"), id="none"),
-        pytest.param([1, Size.BIG], Outcome("ok", value=[1, "big"]), id="list"),
+        pytest.param("text", Outcome(True, value="text"), id="str"),
+        pytest.param(None, Outcome(True), id="none"),
+        pytest.param([1, Size.BIG], Outcome(True, value=[1, "big"]), id="list"),
         pytest.param(
-            {"status": "ok", "n": 1}, Outcome("ok", value={"status": "ok", "n": 1}), id="ok-dict"
+            {"status": "ok", "n": 1}, Outcome(True, value={"status": "ok", "n": 1}), id="ok-dict"
         ),
         pytest.param(
-            {"error": None, "n": 1}, Outcome("ok", value={"error": None, "n": 1}), id="null-error"
+            {"error": None, "n": 1}, Outcome(True, value={"error": None, "n": 1}), id="null-error"
         ),
         pytest.param(
-            {"error": "", "n": 1}, Outcome("ok", value={"error": "", "n": 1}), id="empty-error"
+            {"error": "", "n": 1}, Outcome(True, value={"error": "", "n": 1}), id="empty-error"
         ),
-        pytest.param({"error": False}, Outcome("ok", value={"error": False}), id="false-error"),
-        pytest.param(ToolResult("done"), Outcome("ok", value="done"), id="ToolResult-ok"),
-        pytest.param(ToolResult(Size.BIG), Outcome("ok", value="big"), id="ToolResult-converted"),
+        pytest.param({"error": False}, Outcome(True, value={"error": False}), id="false-error"),
+        pytest.param(ToolResult("done"), Outcome(True, value="done"), id="ToolResult-ok"),
+        pytest.param(ToolResult(Size.BIG), Outcome(True, value="big"), id="ToolResult-converted"),
     ],
 )
 def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
@@ -52,25 +53,33 @@ def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
     assert outcome.ok
 
 
+def test_an_outcome_is_ok_or_not_with_no_status_words_of_its_own() -> None:
+    # Statuses are CallStatus's words (core.records.statuses); an outcome only says ok or not.
+    assert attrs.fields(Outcome)[0].name == "ok"
+    assert not hasattr(Outcome(True), "status")
+    assert outcome_from_value("fine").ok is True
+    assert outcome_from_exception(ValueError("bad")).ok is False
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
         pytest.param(
             ToolResult(status="error", error="no such city"),
-            Outcome("error", error="no such city", error_type="ToolError"),
+            Outcome(False, error="no such city", error_type="ToolError"),
             id="ToolResult-error",
         ),
         pytest.param(
             ToolResult({"city": "Atlantis"}, status="error", error="no such city"),
             Outcome(
-                "error", value={"city": "Atlantis"}, error="no such city", error_type="ToolError"
+                False, value={"city": "Atlantis"}, error="no such city", error_type="ToolError"
             ),
             id="ToolResult-error-with-value",
         ),
         pytest.param(
             ToolResult("the value explains", status="error"),
             Outcome(
-                "error",
+                False,
                 value="the value explains",
                 error="the value explains",
                 error_type="ToolError",
@@ -79,13 +88,13 @@ def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
         ),
         pytest.param(
             ToolResult(status="error"),
-            Outcome("error", error="the tool reported an error", error_type="ToolError"),
+            Outcome(False, error="the tool reported an error", error_type="ToolError"),
             id="ToolResult-error-bare",
         ),
         pytest.param(
             {"status": "error", "error": "quota exceeded"},
             Outcome(
-                "error",
+                False,
                 value={"status": "error", "error": "quota exceeded"},
                 error="quota exceeded",
                 error_type="ToolError",
@@ -95,7 +104,7 @@ def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
         pytest.param(
             {"status": "error", "message": "try later"},
             Outcome(
-                "error",
+                False,
                 value={"status": "error", "message": "try later"},
                 error="try later",
                 error_type="ToolError",
@@ -105,7 +114,7 @@ def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
         pytest.param(
             {"status": "error"},
             Outcome(
-                "error",
+                False,
                 value={"status": "error"},
                 error="the tool reported an error",
                 error_type="ToolError",
@@ -115,7 +124,7 @@ def test_plain_values_are_ok(value: Any, expected: Outcome) -> None:
         pytest.param(
             {"error": "boom", "partial": [1]},
             Outcome(
-                "error",
+                False,
                 value={"error": "boom", "partial": [1]},
                 error="boom",
                 error_type="ToolError",
@@ -133,7 +142,7 @@ def test_in_band_errors_are_errors(value: Any, expected: Outcome) -> None:
 
 def test_non_string_error_value_is_reported_as_text() -> None:
     outcome = outcome_from_value({"error": {"code": 429, "kind": Size.BIG}})
-    assert outcome.status == "error"
+    assert not outcome.ok
     assert outcome.error_type == "ToolError"
     assert isinstance(outcome.error, str)
     assert "429" in outcome.error
@@ -143,7 +152,7 @@ def test_non_string_error_value_is_reported_as_text() -> None:
 def test_returned_tool_error_is_an_error() -> None:
     outcome = outcome_from_value(ToolError("city not found", data={"tried": ["Oslo"]}))
     assert outcome == Outcome(
-        "error", value={"tried": ["Oslo"]}, error="city not found", error_type="ToolError"
+        False, value={"tried": ["Oslo"]}, error="city not found", error_type="ToolError"
     )
 
 
@@ -154,7 +163,7 @@ def test_returned_tool_error_is_an_error() -> None:
 )
 def test_unserializable_value_is_a_result_error(value: Any) -> None:
     outcome = outcome_from_value(value)
-    assert outcome.status == "error"
+    assert not outcome.ok
     assert outcome.error_type == "ResultError"
     assert outcome.value is None
     assert (outcome.error or "").startswith("the tool's result cannot be sent to the model: ")
@@ -167,18 +176,18 @@ def test_unserializable_value_is_a_result_error(value: Any) -> None:
 def test_tool_error_keeps_its_message_and_data() -> None:
     outcome = outcome_from_exception(ToolError("over quota", data={"limit": 10}))
     assert outcome == Outcome(
-        "error", value={"limit": 10}, error="over quota", error_type="ToolError"
+        False, value={"limit": 10}, error="over quota", error_type="ToolError"
     )
 
 
 def test_tool_error_subclass_is_a_tool_error() -> None:
     outcome = outcome_from_exception(Quota("over quota"))
-    assert outcome == Outcome("error", error="over quota", error_type="ToolError")
+    assert outcome == Outcome(False, error="over quota", error_type="ToolError")
 
 
 def test_argument_error_is_not_a_crash() -> None:
     outcome = outcome_from_exception(ArgumentError("f: argument 'x': bad", parameter="x"))
-    assert outcome == Outcome("error", error="f: argument 'x': bad", error_type="ArgumentError")
+    assert outcome == Outcome(False, error="f: argument 'x': bad", error_type="ArgumentError")
 
 
 @pytest.mark.parametrize(
@@ -187,7 +196,7 @@ def test_argument_error_is_not_a_crash() -> None:
 )
 def test_lookup_errors_keep_their_type(exc: Exception, error_type: str) -> None:
     outcome = outcome_from_exception(exc)
-    assert outcome == Outcome("error", error=str(exc), error_type=error_type)
+    assert outcome == Outcome(False, error=str(exc), error_type=error_type)
 
 
 @pytest.mark.parametrize(
@@ -209,13 +218,13 @@ def test_plain_exception_is_a_crash_named_by_its_type(
     exc: Exception, text: str, error_type: str
 ) -> None:
     outcome = outcome_from_exception(exc)
-    assert outcome == Outcome("error", error=text, error_type=error_type, crashed=True)
+    assert outcome == Outcome(False, error=text, error_type=error_type, crashed=True)
 
 
 def test_returned_plain_exception_is_treated_like_a_raised_one() -> None:
     outcome = outcome_from_value(ValueError("oops"))
     assert outcome == Outcome(
-        "error", error="ValueError: oops", error_type="ValueError", crashed=True
+        False, error="ValueError: oops", error_type="ValueError", crashed=True
     )
 
 
@@ -279,9 +288,9 @@ def test_completed_call_is_ok(call_tool: CallTool) -> None:
 def test_crash_is_logged_with_its_traceback(
     call_tool: CallTool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="expediter.core.host"):
+    with caplog.at_level(logging.ERROR, logger="expediter.core.calls.executor"):
         call_tool(lookup, "lookup", {"city": "Oslo", "how": "crash"})
-    [record] = [r for r in caplog.records if r.name == "expediter.core.host"]
+    [record] = [r for r in caplog.records if r.name == "expediter.core.calls.executor"]
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], ValueError)
     assert "Oslo" not in record.getMessage()  # arguments are not logged
@@ -290,9 +299,9 @@ def test_crash_is_logged_with_its_traceback(
 def test_in_band_error_is_not_logged_as_a_crash(
     call_tool: CallTool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="expediter.core.host"):
+    with caplog.at_level(logging.ERROR, logger="expediter.core.calls.executor"):
         call_tool(lookup, "lookup", {"city": "Oslo", "how": "raise"})
-    assert [r for r in caplog.records if r.name == "expediter.core.host"] == []
+    assert [r for r in caplog.records if r.name == "expediter.core.calls.executor"] == []
 
 
 def test_error_event_json_form_carries_the_error(call_tool: CallTool) -> None:

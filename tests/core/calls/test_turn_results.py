@@ -26,12 +26,6 @@ HEAD, TAIL = "HEAD-of-the-result|", "|TAIL-of-the-result"
 HUGE = HEAD + "x" * 10_000_000 + TAIL
 
 
-@pytest.fixture(autouse=True)
-def _expediter_logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The CLI sets propagate=False on the "expediter" logger when a CLI test ran first.
-    monkeypatch.setattr(logging.getLogger("expediter"), "propagate", True)
-
-
 class Returns:
     """A raw-hook tool whose ``give`` action returns (or raises) whatever it was given."""
 

@@ -156,3 +156,143 @@ def test_read_ignores_a_cache_for_another_key(tmp_path: Path) -> None:
     assert manifest.read(path, {"a": 1}) == Catalogue()
     assert manifest.read(path, {"a": 2}) is None
     assert manifest.read(tmp_path / "missing.json", {"a": 1}) is None
+
+
+# -- the commands index (`expediter --help`) --------------------------------------------------
+
+COMMANDS = '''
+import pathlib
+pathlib.Path({marker!r}).open("a").write("imported\\n")
+import expediter
+
+@expediter.hookimpl
+def register_commands(cli):
+    @cli.command()
+    def greet():
+        """Greet everyone."""
+'''
+
+
+@pytest.fixture
+def commands_env(
+    tmp_path: Path, expediter_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path]:
+    """A tools directory (named by EXPEDITER_TOOLS_PATH) whose module adds a command."""
+    directory = tmp_path / "tools"
+    directory.mkdir()
+    marker = tmp_path / "imports.log"
+    (directory / "greeting.py").write_text(COMMANDS.format(marker=str(marker)))
+    monkeypatch.setenv("EXPEDITER_TOOLS_PATH", str(directory))
+    # The environment's own configuration is what the index is kept for: no installed packs.
+    monkeypatch.setenv("EXPEDITER_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return directory, marker
+
+
+def test_pack_commands_survive_the_manifest(tmp_path: Path) -> None:
+    from expediter.core.discovery.catalogue import Catalogue, CommandInfo, PackInfo
+
+    pack = PackInfo("kit", "1.0", "entry-point", commands=(CommandInfo("greet", "Greet."),))
+    path = tmp_path / "cache" / "m.json"
+    manifest.write(path, {"a": 1}, Catalogue(packs=(pack,)))
+    cached = manifest.read(path, {"a": 1})
+    assert cached is not None
+    assert cached.packs[0].commands == (CommandInfo("greet", "Greet."),)
+
+
+def test_the_commands_index_lists_the_commands_discovery_found(
+    commands_env: tuple[Path, Path],
+) -> None:
+    assert manifest.read_commands() is None, "nothing discovered yet"
+    Host()
+    ((pack, pack_id, commands),) = manifest.read_commands() or [()]
+    assert (pack, commands) == ("greeting", (("greet", "Greet everyone."),))
+    assert pack_id.startswith("directory:")
+
+
+def test_the_commands_index_goes_stale_with_the_manifest(
+    commands_env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory, _ = commands_env
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    Host()
+    module = directory / "greeting.py"
+    stat = module.stat()
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert manifest.read_commands() is None, "an edited tools module"
+    Host()
+    assert manifest.read_commands()
+    (site / "acme-1.0.dist-info").mkdir()
+    assert manifest.read_commands() is None, "a new distribution"
+
+
+def test_the_commands_index_is_kept_per_plugin_switches(
+    commands_env: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Host()
+    monkeypatch.setenv("EXPEDITER_DISABLE_PLUGINS", "greeting")
+    assert manifest.read_commands() is None
+    Host()
+    assert manifest.read_commands() == []
+    monkeypatch.delenv("EXPEDITER_DISABLE_PLUGINS")
+    assert manifest.read_commands(), "the first environment's entry is still there"
+
+
+def test_a_host_configured_beyond_the_environment_writes_no_commands(
+    commands_env: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory, _ = commands_env
+    monkeypatch.delenv("EXPEDITER_TOOLS_PATH")
+    Host(tools_path=[directory])  # --tools-dir: not what --help would list
+    assert manifest.read_commands() is None
+
+
+def test_the_commands_index_needs_no_configuration_module() -> None:
+    import subprocess
+
+    code = (
+        "import sys\nfrom expediter.core.discovery.manifest import read_commands\n"
+        "read_commands()\nprint(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('attr', 'attrs', 'pluggy', 'cattrs') or m.startswith('expediter.core.config')))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    assert output.strip() == "[]"
+
+
+def test_every_variable_that_changes_discovery_names_an_index_entry() -> None:
+    import re
+
+    from expediter.core import config
+    from expediter.core.config import HostConfig
+
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    variables = set(re.findall(r"EXPEDITER_[A-Z_]+", source))
+    default = HostConfig.from_env({}).plugin_settings.cache_key()
+    for variable in sorted(variables):
+        for value in ("1", "x,y", "tools"):
+            try:
+                changed = HostConfig.from_env({variable: value}).plugin_settings.cache_key()
+            except ValueError:
+                continue
+            if changed != default:
+                assert variable in manifest.SWITCHES, f"{variable} changes what discovery finds"
+                assert manifest._identity({variable: value}) != manifest._identity({})
+
+
+def test_an_index_entry_missing_beside_a_warm_manifest_is_written_again(
+    commands_env: tuple[Path, Path], expediter_home: Path
+) -> None:
+    from expediter.core.config import HostConfig
+
+    Host()
+    (expediter_home / "cache" / "commands.json").unlink()
+    host = Host()  # the manifest is warm: nothing is written
+    assert manifest.read_commands() is None
+    config = HostConfig.from_env()
+    manifest.write_commands(config.home, config.plugin_settings, host.packs)
+    (greeting,) = [pack for pack in host.packs if pack.name == "greeting"]
+    expected = (greeting.name, greeting.id, (("greet", "Greet everyone."),))
+    assert manifest.read_commands() == [expected]

@@ -448,3 +448,174 @@ def test_load_errors_name_the_file_of_a_tools_module(make_host, tools_dir: Path)
         f"TypeError: {path} defines no tool: add an @expediter.tool function, an "
         "expediter.Toolbox subclass, or @expediter.hookimpl tool hooks"
     )
+
+
+# -- which hooks an object implements: pluggy's own answer ------------------------------------
+
+
+class _Policy:
+    @expediter.hookimpl
+    def tool_call_policy(self, call, action, context):
+        return None
+
+    @expediter.hookimpl(wrapper=True)
+    def execute_action(self):
+        return (yield)
+
+    evaluated = 0
+
+    @property
+    def register_tools(self):  # a property named like a hook is not a hook, and never runs
+        _Policy.evaluated += 1
+        return lambda register: None
+
+    def resolve_secret(self, name, context):  # not marked: not a hook
+        return None
+
+
+def test_hooks_found_are_the_hooks_pluggy_registers() -> None:
+    import pluggy
+
+    from expediter.core.discovery.packs import _host_hooks
+    from expediter.hookspecs import host as host_spec
+    from expediter.hookspecs import tool as tool_spec
+
+    manager = pluggy.PluginManager("expediter")
+    manager.add_hookspecs(tool_spec)
+    manager.add_hookspecs(host_spec)
+    plugin = _Policy()
+    manager.register(plugin)
+    registered = {caller.name for caller in manager.get_hookcallers(plugin) or []}
+    assert set(_host_hooks(plugin)) == registered == {"tool_call_policy", "execute_action"}
+    assert _Policy.evaluated == 0
+
+
+# -- register_commands: found at discovery, kept in the manifest -------------------------------
+
+COMMANDS_MODULE = '''
+import expediter
+
+@expediter.hookimpl
+def register_commands(cli):
+    import click
+
+    @cli.command()
+    @click.argument("name")
+    def greet(name):
+        """Greet someone by name.
+
+        A longer description that is not the one-line help.
+        """
+        click.echo(f"hello {name}")
+
+    @cli.command(name="wave")
+    def wave_hand():
+        """Wave\x07 at\x1b[31m everyone."""
+'''
+
+
+def _load_module_pack(tools_dir: Path, name: str):
+    from expediter.core.discovery.packs import load_pack
+
+    (ref,) = [ref for ref in scan_directory(tools_dir) if ref.name == name]
+    return load_pack(ref)
+
+
+def test_commands_are_described_at_discovery_with_their_one_line_help(tools_dir: Path) -> None:
+    from expediter.core.discovery.catalogue import CommandInfo
+
+    write(tools_dir, "greeting.py", COMMANDS_MODULE)
+    pack = _load_module_pack(tools_dir, "greeting")
+    assert pack.info.error is None
+    assert pack.info.commands == (
+        CommandInfo("greet", "Greet someone by name."),
+        CommandInfo("wave", "Wave at[31m everyone."),
+    )
+    assert "register_commands" in pack.info.hooks
+    # The command line's hook, not the call pipeline's: building the host's plugin manager
+    # (which imports every pack with host hooks) must not import a pack for its commands.
+    assert pack.info.host_hooks == ()
+    assert pack.types == []
+
+
+def test_pack_commands_returns_the_real_click_commands(tools_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from expediter.core.discovery.packs import pack_commands
+
+    write(tools_dir, "greeting.py", COMMANDS_MODULE)
+    commands = pack_commands(_load_module_pack(tools_dir, "greeting"))
+    assert sorted(commands) == ["greet", "wave"]
+    assert CliRunner().invoke(commands["greet"], ["Ann"]).output == "hello Ann\n"
+
+
+def test_a_register_commands_hook_that_raises_is_a_load_error(tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "broken.py",
+        """
+        import expediter
+
+        @expediter.hookimpl
+        def register_commands(cli):
+            raise RuntimeError("no commands today")
+        """,
+    )
+    pack = _load_module_pack(tools_dir, "broken")
+    assert pack.info.error == "register_commands: RuntimeError: no commands today"
+    assert pack.info.commands == ()
+
+
+def test_an_invalid_command_name_is_a_load_error(tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "odd.py",
+        """
+        import expediter
+
+        @expediter.hookimpl
+        def register_commands(cli):
+            cli.command(name="two words")(lambda: None)
+        """,
+    )
+    pack = _load_module_pack(tools_dir, "odd")
+    assert pack.info.error is not None
+    assert "command name 'two words' is not valid" in pack.info.error
+
+
+def test_tools_and_commands_in_one_pack(make_host, tools_dir: Path) -> None:
+    write(
+        tools_dir,
+        "kit.py",
+        '''
+        import expediter
+
+        @expediter.tool
+        def shout(text: str) -> str:
+            """Shout."""
+            return text.upper()
+
+        @expediter.hookimpl
+        def register_tools(register):
+            register(shout)
+
+        @expediter.hookimpl
+        def register_commands(cli):
+            @cli.command()
+            def kit():
+                """Show the kit."""
+        ''',
+    )
+    pack = _load_module_pack(tools_dir, "kit")
+    assert (pack.info.tools, [c.name for c in pack.info.commands]) == (("shout",), ["kit"])
+    assert make_host(tools_path=[tools_dir]).call("shout", "shout", {"text": "a"}).result == "A"
+
+
+def test_in_process_plugins_add_no_commands() -> None:
+    class Commands:
+        @expediter.hookimpl
+        def register_commands(self, cli):
+            raise AssertionError("Host(plugins=...) objects are not asked for commands")
+
+    pack = load_objects("host", [Commands()])
+    assert (pack.info.error, pack.info.commands) == (None, ())

@@ -1,41 +1,24 @@
 """Many worker processes on one ledger: colliding keys, sweepers running, nothing lost or mixed up.
 
-Real processes (``_workers.py``) on a real PostgreSQL server (and a smaller SQLite run): each
-worker holds its own connection and lease thread, exactly as deployed workers do.
+Real processes (``support.ledger_workers``) on a real PostgreSQL server (and a smaller SQLite run):
+each worker holds its own connection and lease thread, exactly as deployed workers do.
 """
 
 from __future__ import annotations
 
 import collections
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support import ledger_workers as workers
 
 from expediter.core.ledger import Ledger, LedgerRow
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.schema import upgrade
 
 FINAL = {"executed", "failed"}
-
-
-def _load_workers() -> ModuleType:
-    name = "expediter_ledger_test_workers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_workers.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-workers = _load_workers()
 
 
 def _all_rows(url: str, home: Path) -> dict[str, LedgerRow]:

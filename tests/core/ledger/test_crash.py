@@ -1,42 +1,25 @@
 """Workers that die, stall or run long: leases decide what the sweeper may abandon.
 
-Real processes (``_workers.py``) killed with SIGKILL or frozen with SIGSTOP, on SQLite and on a
-real PostgreSQL server; leases of about a second so the tests stay short.
+Real processes (``support.ledger_workers``) killed with SIGKILL or frozen with SIGSTOP, on SQLite
+and on a real PostgreSQL server; leases of about a second so the tests stay short.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from support import ledger_workers as workers
+from support.hosts import ledger_host
 
-from expediter.core.host import Host
 from expediter.core.ledger import Ledger
 
 LEASE = 1.0
-
-
-def _load_workers() -> ModuleType:
-    name = "expediter_ledger_test_workers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_workers.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-workers = _load_workers()
 
 
 @pytest.fixture
@@ -135,14 +118,7 @@ def test_a_slow_tool_renews_its_lease_so_the_sweeper_never_takes_it_and_it_ends_
     migrated_url: str, tmp_path: Path, reader: Ledger
 ) -> None:
     seconds = 4 * LEASE
-    host = Host(
-        database_url=migrated_url,
-        home=tmp_path / "home",
-        autoload=False,
-        builtins=False,
-        plugins=[workers.hold],
-        lease_seconds=LEASE,
-    )
+    host = ledger_host(migrated_url, tmp_path / "home", workers.hold, lease_seconds=LEASE)
     events = []
     call = threading.Thread(
         target=lambda: events.append(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.events import LEDGER_FIELDS
 
 import expediter
 from expediter.core.host import Host
@@ -22,23 +23,7 @@ from expediter.core.ledger.repository import COLUMNS, Repository, Statements
 from expediter.hookspecs.tool import CallContext
 
 #: The fields of ``ledger ls --json`` / ``ledger show --json`` (DESIGN.md section 11), in order.
-DOCUMENTED = [
-    "key",
-    "call_id",
-    "message_id",
-    "run_id",
-    "user_id",
-    "owner_id",
-    "instance_id",
-    "tool",
-    "action",
-    "status",
-    "decision",
-    "error",
-    "attempted_at",
-    "finished_at",
-    "duration_ms",
-]
+DOCUMENTED = list(LEDGER_FIELDS)
 EXTRAS = {
     "name",
     "arguments",

@@ -8,20 +8,20 @@ serving the other tests); the SQLite outage is another process holding the write
 from __future__ import annotations
 
 import collections
-import importlib.util
 import itertools
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support import ledger_workers as workers
+from support.hosts import ledger_host
+from support.responses import openai_response
 
 import expediter
 from expediter.core.host import Host
@@ -33,21 +33,6 @@ from expediter.errors import LedgerError
 from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
 
 _databases = itertools.count()
-
-
-def _load_workers() -> ModuleType:
-    name = "expediter_ledger_test_workers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_workers.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
-
-
-workers = _load_workers()
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +70,7 @@ def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
     hosts: list[Host] = []
 
     def make(url: str, *tools: Any, **options: Any) -> Host:
-        host = Host(
-            database_url=url,
-            home=tmp_path / "home",
-            autoload=False,
-            builtins=False,
-            plugins=[workers.probe, *tools],
-            **options,
-        )
+        host = ledger_host(url, tmp_path / "home", workers.probe, *tools, **options)
         hosts.append(host)
         return host
 
@@ -361,14 +339,7 @@ def test_a_spool_left_by_a_worker_killed_during_the_outage_is_replayed_by_the_ne
 def test_a_slow_tool_keeps_renewing_its_lease_across_a_database_restart(
     own_cluster: PostgresCluster, outage_url: str, tmp_path: Path
 ) -> None:
-    host = Host(
-        database_url=outage_url,
-        home=tmp_path / "home",
-        autoload=False,
-        builtins=False,
-        plugins=[workers.hold],
-        lease_seconds=1.0,
-    )
+    host = ledger_host(outage_url, tmp_path / "home", workers.hold, lease_seconds=1.0)
     events: list[CallEvent] = []
     call = threading.Thread(
         target=lambda: events.append(
@@ -438,24 +409,7 @@ def test_a_decision_on_a_paused_call_needs_the_database_and_is_never_spooled(
     host = make_host(outage_url, guarded)
     toolset = host.toolset(user_id="ann")
     calls = toolset.parse_calls(
-        "openai",
-        {
-            "choices": [
-                {
-                    "message": {
-                        "role": "assistant",
-                        "tool_calls": [
-                            {
-                                "id": call_id,
-                                "type": "function",
-                                "function": {"name": "guarded", "arguments": '{"n": 1}'},
-                            }
-                            for call_id in ("c1", "c2")
-                        ],
-                    }
-                }
-            ]
-        },
+        "openai", openai_response(*((call_id, "guarded", '{"n": 1}') for call_id in ("c1", "c2")))
     )
     events = [e for e in toolset.run(calls, message_id="m1") if e.status != "pending"]
     assert [e.status for e in events] == ["awaiting_approval", "awaiting_approval"]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 import pytest
+from support.responses import provider_response
 
 import expediter
 from expediter.core.host import Host
@@ -233,96 +234,6 @@ PLAN: dict[tuple[str, str], dict[str, Any]] = {
 HALLUCINATED = ("clock_now", {"timezone": "UTC"})
 
 
-def provider_response(
-    provider: str, calls: list[tuple[str, str, dict[str, Any]]]
-) -> dict[str, Any]:
-    """A response in the provider's documented shape making ``(call id, name, args)`` calls."""
-    if provider in ("openai", "mistral"):
-        return {
-            "id": "chatcmpl-roundtrip",
-            "object": "chat.completion",
-            "model": "gpt-4.1" if provider == "openai" else "mistral-large-latest",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": call_id,
-                                "type": "function",
-                                "function": {"name": name, "arguments": json.dumps(args)},
-                            }
-                            for call_id, name, args in calls
-                        ],
-                    },
-                    "finish_reason": "tool_calls",
-                }
-            ],
-        }
-    if provider == "openai-responses":
-        return {
-            "id": "resp_roundtrip",
-            "object": "response",
-            "output": [
-                {"id": "rs_1", "type": "reasoning", "summary": []},
-                *(
-                    {
-                        "id": f"fc_{call_id}",
-                        "type": "function_call",
-                        "status": "completed",
-                        "call_id": call_id,
-                        "name": name,
-                        "arguments": json.dumps(args),
-                    }
-                    for call_id, name, args in calls
-                ),
-            ],
-        }
-    if provider == "anthropic":
-        return {
-            "id": "msg_roundtrip",
-            "type": "message",
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Doing all of it at once."},
-                *(
-                    {"type": "tool_use", "id": call_id, "name": name, "input": args}
-                    for call_id, name, args in calls
-                ),
-            ],
-            "stop_reason": "tool_use",
-        }
-    if provider == "gemini":
-        return {
-            "candidates": [
-                {
-                    "content": {
-                        "role": "model",
-                        "parts": [
-                            {"functionCall": {"name": name, "args": args}}
-                            for _, name, args in calls
-                        ],
-                    },
-                    "finishReason": "STOP",
-                }
-            ]
-        }
-    assert provider == "ollama"
-    return {
-        "model": "qwen3:8b",
-        "message": {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"function": {"name": name, "arguments": args}} for _, name, args in calls
-            ],
-        },
-        "done": True,
-    }
-
-
 def read_results(
     provider: str, calls: list[ToolCall], messages: list[dict[str, Any]]
 ) -> list[tuple[Any, bool | None]]:
@@ -353,16 +264,16 @@ def read_results(
     return [(part["response"], "error" in part["response"]) for part in parts]
 
 
-def run(host: Host, calls: list[ToolCall]) -> dict[str, CallEvent]:
-    """Execute what can run: host tools through ``host.call``, the client tool by the app."""
+def run(toolset: Toolset, calls: list[ToolCall]) -> dict[str, CallEvent]:
+    """Run the turn as a host application does (``toolset.run``), the application answering
+    its client-side tool itself."""
     events = {}
-    for call in calls:
-        if call.error is not None:
-            continue  # result_messages answers it with the parse error
-        if call.tool == CLIENT_TOOL:
-            events[call.call_id] = CallEvent(
+    for call, event in zip(calls, toolset.run(calls), strict=True):
+        if event.status == "requires_client_execution":
+            assert call.tool == CLIENT_TOOL
+            event = CallEvent(
                 status="completed",
-                key=f"run-1:{call.call_id}",
+                key=event.key,
                 call_id=call.call_id,
                 name=call.name,
                 tool=call.tool,
@@ -370,12 +281,7 @@ def run(host: Host, calls: list[ToolCall]) -> dict[str, CallEvent]:
                 arguments=call.arguments,
                 result={"order_id": call.arguments["order_id"], "status": "shipped"},
             )
-        else:
-            assert call.tool is not None
-            assert call.action is not None
-            events[call.call_id] = host.call(
-                call.tool, call.action, call.arguments, call_id=call.call_id
-            )
+        events[call.call_id] = event
     return events
 
 
@@ -411,7 +317,7 @@ def test_every_offered_function_round_trips_from_schema_to_result_message(
     assert (unknown.resolved, unknown.instance_id, unknown.action) == (False, None, None)
     assert "clock_now" in (unknown.error or "")
 
-    events = run(host, calls)
+    events = run(toolset, calls)
     messages = toolset.result_messages(provider, calls, events.values())
     for call, (payload, flag) in zip(calls, read_results(provider, calls, messages), strict=True):
         event = events.get(call.call_id)
@@ -452,7 +358,7 @@ def test_a_call_without_a_result_is_answered_as_an_error_not_with_another_calls_
         provider, [(f"call_{i}", "think", {"thought": t}) for i, t in enumerate(thoughts)]
     )
     calls = toolset.parse_calls(provider, response)
-    first, _, third = (host.call("think", "think", c.arguments, call_id=c.call_id) for c in calls)
+    first, _, third = toolset.run(calls)
     messages = toolset.result_messages(provider, calls, [first, third])
     results = read_results(provider, calls, messages)
     payloads = [
@@ -635,7 +541,7 @@ def test_nulls_for_optional_parameters_are_dropped_before_the_tool_sees_them(
         "labels": [],
         "note": None,
     }
-    event = host.call("file_ticket", "file_ticket", call.arguments)
+    (event,) = toolset.run([call])
     assert event.ok, event.error
     assert event.result["priority"] == "low"
     assert (event.result["due"], event.result["title"], event.result["note"]) == (
@@ -644,3 +550,21 @@ def test_nulls_for_optional_parameters_are_dropped_before_the_tool_sees_them(
         None,
     )
     assert event.result["contact"]["tags"] == []
+
+
+def test_a_malformed_call_is_answered_with_what_was_wrong_and_what_is_offered(
+    host: Host,
+) -> None:
+    toolset = host.toolset()
+    response = {
+        "choices": [
+            {"message": {"tool_calls": [{"id": "c1", "type": "function", "function": "now"}]}}
+        ]
+    }
+    (call,) = toolset.parse_calls("openai", response)
+    (event,) = toolset.run([call])
+    assert event.status == "error"
+    assert event.error is not None
+    assert event.error.startswith("the call could not be read:")
+    assert '"function" must be an object' in event.error
+    assert "Available: " in event.error

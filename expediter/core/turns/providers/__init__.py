@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from expediter.core.turns.providers.anthropic import Anthropic
 from expediter.core.turns.providers.base import Provider
+from expediter.core.turns.providers.detect import detect_provider
 from expediter.core.turns.providers.gemini import Gemini
 from expediter.core.turns.providers.openai import Mistral, Ollama, OpenAIChat, OpenAIResponses
 from expediter.errors import UnknownProvider
 
-__all__ = ["PROVIDERS", "Provider", "get_provider"]
+__all__ = ["PROVIDERS", "Provider", "detect_provider", "get_provider"]
 
 PROVIDERS: dict[str, Provider] = {
     adapter.name: adapter

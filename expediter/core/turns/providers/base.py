@@ -18,11 +18,13 @@ import attrs
 
 __all__ = [
     "CallResult",
+    "Malformed",
     "Provider",
     "RawCall",
     "ToolSpec",
     "as_list",
     "field",
+    "json_kind",
     "parse_arguments",
     "result_text",
     "synthetic_id",
@@ -50,6 +52,29 @@ class RawCall:
     #: As the provider sent it: a JSON string, an object, or nothing.
     arguments: Any
     extras: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Malformed:
+    """What a call's arguments are when the call around them was malformed (say, a
+    ``function`` that is a string): the toolset reports ``problem`` as the call's error."""
+
+    problem: str
+
+
+def json_kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages (``array``, ``string``, ``number``...)."""
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else type(value).__name__
 
 
 class CallResult(Protocol):
@@ -100,8 +125,9 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, bytes | bytearray):
         raw = raw.decode("utf-8", errors="replace")
     if not isinstance(raw, str):
-        kind = "array" if isinstance(raw, list | tuple) else type(raw).__name__
-        return {}, f"the arguments must be a JSON object, not {kind}"
+        if isinstance(raw, Malformed):
+            return {}, raw.problem
+        return {}, f"the arguments must be a JSON object, not {json_kind(raw)}"
     if not raw or raw.isspace():
         return {}, None
     try:
@@ -114,10 +140,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
             )
         return {}, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
     if not isinstance(value, dict):
-        kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-            type(value), "number"
-        )
-        return {}, f"the arguments must be a JSON object, not {kind}"
+        return {}, f"the arguments must be a JSON object, not {json_kind(value)}"
     return value, None
 
 

@@ -7,11 +7,13 @@ from typing import Any, ClassVar
 
 from expediter.core.turns.providers.base import (
     CallResult,
+    Malformed,
     Provider,
     RawCall,
     ToolSpec,
     as_list,
     field,
+    json_kind,
     result_text,
     synthetic_id,
 )
@@ -52,10 +54,18 @@ class OpenAIChat(Provider):
             if not isinstance(item, dict):
                 continue
             function = item.get("function") or {}
-            call_id = item.get("id") or synthetic_id(item, index)
+            call_id = str(item.get("id") or synthetic_id(item, index))
+            if not isinstance(function, Mapping):
+                # Still a call the model made (its id needs an answer): an error, not a crash.
+                problem = (
+                    'the tool call\'s "function" must be an object with "name" and '
+                    f'"arguments", not {json_kind(function)}'
+                )
+                calls.append(RawCall(call_id=call_id, name="", arguments=Malformed(problem)))
+                continue
             calls.append(
                 RawCall(
-                    call_id=str(call_id),
+                    call_id=call_id,
                     name=str(function.get("name") or ""),
                     arguments=function.get("arguments"),
                 )

@@ -12,6 +12,14 @@ from expediter.core.turns.providers.base import as_list
 __all__ = ["AnthropicStream", "OpenAIChatStream", "StreamAccumulator"]
 
 
+def _index(event: Mapping[str, Any]) -> int:
+    """An event's ``index`` (0 when missing or not a number)."""
+    try:
+        return int(event.get("index") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 class StreamAccumulator:
     """Feed stream events in order; ``response()`` is the equivalent complete response."""
 
@@ -41,13 +49,15 @@ class OpenAIChatStream(StreamAccumulator):
         choices = as_list(event.get("choices"))
         if not choices or not isinstance(choices[0], Mapping):
             return
-        delta = choices[0].get("delta") or {}
+        delta = choices[0].get("delta")
+        if not isinstance(delta, Mapping):
+            return
         if delta.get("content"):
             self._text.append(str(delta["content"]))
         for fragment in as_list(delta.get("tool_calls")):
             if not isinstance(fragment, Mapping):
                 continue
-            index = int(fragment.get("index") or 0)
+            index = _index(fragment)
             call = self._calls.get(index)
             if call is not None and fragment.get("id") and call["id"] not in (None, fragment["id"]):
                 # A new id at a used index: a provider (Mistral) that streams whole calls
@@ -59,6 +69,9 @@ class OpenAIChatStream(StreamAccumulator):
             if fragment.get("id"):
                 call["id"] = fragment["id"]
             function = fragment.get("function") or {}
+            if not isinstance(function, Mapping):
+                call["malformed"] = function  # read later into the call's error
+                continue
             if function.get("name"):
                 call["name"] += function["name"]
             if function.get("arguments"):
@@ -69,7 +82,9 @@ class OpenAIChatStream(StreamAccumulator):
             {
                 "id": call["id"],
                 "type": "function",
-                "function": {"name": call["name"], "arguments": call["arguments"]},
+                "function": call["malformed"]
+                if "malformed" in call
+                else {"name": call["name"], "arguments": call["arguments"]},
             }
             for _, call in sorted(self._calls.items())
         ]
@@ -92,12 +107,14 @@ class AnthropicStream(StreamAccumulator):
         if kind == "message_start" and isinstance(event.get("message"), Mapping):
             self._message.update({k: v for k, v in event["message"].items() if k != "content"})
         elif kind == "content_block_start":
-            block = dict(event.get("content_block") or {})
-            self._blocks[int(event.get("index") or 0)] = block
+            block = event.get("content_block")
+            self._blocks[_index(event)] = dict(block) if isinstance(block, Mapping) else {}
         elif kind == "content_block_delta":
-            index = int(event.get("index") or 0)
+            index = _index(event)
             block = self._blocks.setdefault(index, {"type": "text", "text": ""})
-            delta = event.get("delta") or {}
+            delta = event.get("delta")
+            if not isinstance(delta, Mapping):
+                return
             if delta.get("type") == "input_json_delta":
                 self._json.setdefault(index, []).append(str(delta.get("partial_json") or ""))
             elif delta.get("type") == "text_delta":

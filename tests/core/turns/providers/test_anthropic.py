@@ -4,31 +4,14 @@ single ``user`` message of ``tool_result`` blocks that answers them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.responses import load
 
 from expediter.core.host import Host
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
-
-RESPONSES = Path(__file__).parents[3] / "data" / "responses"
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((RESPONSES / name).read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def host(make_host: Callable[..., Host]) -> Host:
-    return make_host(builtins=True)
-
-
-@pytest.fixture
-def toolset(host: Host) -> Toolset:
-    return host.toolset()
 
 
 def message(*content: dict[str, Any]) -> dict[str, Any]:
@@ -44,12 +27,9 @@ def message(*content: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_all(host: Host, calls: list[ToolCall]) -> list[CallEvent]:
-    return [
-        host.call(call.tool, call.action, call.arguments, call_id=call.call_id)
-        for call in calls
-        if call.tool and call.action and call.error is None
-    ]
+def run_all(toolset: Toolset, calls: list[ToolCall]) -> list[CallEvent]:
+    """Run a turn's calls the way a host application does (``toolset.run``)."""
+    return list(toolset.run(calls))
 
 
 def test_tools_carry_their_schema_as_input_schema(toolset: Toolset) -> None:
@@ -130,7 +110,7 @@ def test_results_are_one_user_message_of_tool_result_blocks_one_per_tool_use(
     host: Host, toolset: Toolset
 ) -> None:
     calls = toolset.parse_calls("anthropic", load("anthropic_messages.json"))
-    messages = toolset.result_messages("anthropic", calls, run_all(host, calls))
+    messages = toolset.result_messages("anthropic", calls, run_all(toolset, calls))
     (reply,) = messages
     assert reply["role"] == "user"
     blocks = reply["content"]
@@ -151,7 +131,7 @@ def test_failed_and_unrunnable_calls_are_flagged_is_error(host: Host, toolset: T
         {"type": "tool_use", "id": "toolu_args", "name": "now", "input": [1]},
     )
     calls = toolset.parse_calls("anthropic", response)
-    (reply,) = toolset.result_messages("anthropic", calls, run_all(host, calls))
+    (reply,) = toolset.result_messages("anthropic", calls, run_all(toolset, calls))
     flags = {block["tool_use_id"]: block["is_error"] for block in reply["content"]}
     assert flags == {
         "toolu_ok": False,
@@ -167,7 +147,7 @@ def test_failed_and_unrunnable_calls_are_flagged_is_error(host: Host, toolset: T
 
 def test_a_call_left_without_a_result_is_answered_as_an_error(host: Host, toolset: Toolset) -> None:
     calls = toolset.parse_calls("anthropic", load("anthropic_messages.json"))
-    events = run_all(host, calls)[:1]
+    events = run_all(toolset, calls)[:1]
     (reply,) = toolset.result_messages("anthropic", calls, events)
     assert [block["tool_use_id"] for block in reply["content"]] == [c.call_id for c in calls]
     assert [block["is_error"] for block in reply["content"]] == [False, True, True]

@@ -7,10 +7,10 @@ import base64
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.responses import RESPONSES, load
 
 import expediter
 from expediter.core.host import Host
@@ -18,13 +18,8 @@ from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
 from expediter.hookspecs.tool import Action, CallContext
 
-RESPONSES = Path(__file__).parents[3] / "data" / "responses"
 NINE_ALPHANUMERICS = re.compile(r"^[A-Za-z0-9]{9}$")
 SIGNATURE = "m3pY7AiGLpvC3QKfrr8mBvIFRWwUrWT3cxfJ5IaIPsmbYWy75UCC+9YAg7BhZZdv"
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((RESPONSES / name).read_text(encoding="utf-8"))
 
 
 MAP_SCHEMA: dict[str, Any] = {
@@ -70,16 +65,6 @@ class Maps:
         return None if action == "2fa_code" else len(arguments.get("pins", []))
 
 
-@pytest.fixture
-def host(make_host: Callable[..., Host]) -> Host:
-    return make_host(builtins=True)
-
-
-@pytest.fixture
-def toolset(host: Host) -> Toolset:
-    return host.toolset()
-
-
 def gemini(*parts: dict[str, Any]) -> dict[str, Any]:
     return {
         "candidates": [
@@ -89,12 +74,9 @@ def gemini(*parts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_all(host: Host, calls: list[ToolCall]) -> list[CallEvent]:
-    return [
-        host.call(call.tool, call.action, call.arguments, call_id=call.call_id)
-        for call in calls
-        if call.tool and call.action and call.error is None
-    ]
+def run_all(toolset: Toolset, calls: list[ToolCall]) -> list[CallEvent]:
+    """Run a turn's calls the way a host application does (``toolset.run``)."""
+    return list(toolset.run(calls))
 
 
 def keys_anywhere(schema: Any, key: str) -> list[Any]:
@@ -315,7 +297,7 @@ def test_results_are_function_responses_whose_response_is_always_an_object(
         {"functionCall": {"name": "clock_now", "args": {}}},
     )
     calls = toolset.parse_calls("gemini", response)
-    (message,) = toolset.result_messages("gemini", calls, run_all(host, calls))
+    (message,) = toolset.result_messages("gemini", calls, run_all(toolset, calls))
     assert message["role"] == "user"
     parts = [part["functionResponse"] for part in message["parts"]]
     assert [part["name"] for part in parts] == [call.name for call in calls]
@@ -337,7 +319,7 @@ def test_results_echo_the_ids_gemini_gave_and_the_thought_signature(
     host: Host, toolset: Toolset
 ) -> None:
     calls = toolset.parse_calls("gemini", load("gemini_with_ids.json"))
-    (message,) = toolset.result_messages("gemini", calls, run_all(host, calls))
+    (message,) = toolset.result_messages("gemini", calls, run_all(toolset, calls))
     first, second = message["parts"]
     assert first["functionResponse"]["id"] == "q7v2m9xk"
     assert second["functionResponse"]["id"] == "h3n8w1pz"
@@ -349,6 +331,6 @@ def test_a_signature_from_an_id_less_call_is_echoed_on_its_response(
     host: Host, toolset: Toolset
 ) -> None:
     calls = toolset.parse_calls("gemini", load("gemini.json"))
-    (message,) = toolset.result_messages("gemini", calls, run_all(host, calls))
+    (message,) = toolset.result_messages("gemini", calls, run_all(toolset, calls))
     assert message["parts"][0]["thoughtSignature"] == SIGNATURE
     assert ["thoughtSignature" in part for part in message["parts"]] == [True, False, False]

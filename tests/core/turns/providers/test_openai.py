@@ -6,33 +6,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from support.responses import load
 
 import expediter
 from expediter.core.host import Host
 from expediter.core.records.calls import ToolCall
 from expediter.core.turns.toolset import Toolset
 
-RESPONSES = Path(__file__).parents[3] / "data" / "responses"
 NINE_ALPHANUMERICS = re.compile(r"^[A-Za-z0-9]{9}$")
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((RESPONSES / name).read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def host(make_host: Callable[..., Host]) -> Host:
-    return make_host(builtins=True)
-
-
-@pytest.fixture
-def toolset(host: Host) -> Toolset:
-    return host.toolset()
 
 
 def chat(*tool_calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
@@ -59,12 +44,9 @@ def function_call(name: str, call_id: str = "call_abc123", **function: Any) -> d
     return {"id": call_id, "type": "function", "function": {"name": name, **function}}
 
 
-def run_all(host: Host, calls: list[ToolCall]) -> list[Any]:
-    return [
-        host.call(call.tool, call.action, call.arguments, call_id=call.call_id)
-        for call in calls
-        if call.tool and call.action and call.error is None
-    ]
+def run_all(toolset: Toolset, calls: list[ToolCall]) -> list[Any]:
+    """Run a turn's calls the way a host application does (``toolset.run``)."""
+    return list(toolset.run(calls))
 
 
 # -- Chat Completions -------------------------------------------------------------------------
@@ -179,7 +161,7 @@ def test_chat_results_are_tool_messages_with_json_for_non_string_results(
     host: Host, toolset: Toolset
 ) -> None:
     calls = toolset.parse_calls("openai", load("openai_chat.json"))
-    events = run_all(host, calls)
+    events = run_all(toolset, calls)
     messages = toolset.result_messages("openai", calls, events)
     assert [(m["role"], m["tool_call_id"]) for m in messages] == [
         ("tool", call.call_id) for call in calls
@@ -199,7 +181,7 @@ def test_chat_results_for_failed_calls_carry_the_error_text(host: Host, toolset:
             function_call("now", "call_bad_json", arguments='{"timezone": '),
         ),
     )
-    messages = toolset.result_messages("openai", calls, run_all(host, calls))
+    messages = toolset.result_messages("openai", calls, run_all(toolset, calls))
     assert [m["tool_call_id"] for m in messages] == ["call_bad_zone", "call_bad_json"]
     assert "unknown time zone 'Mars/Olympus_Mons'" in messages[0]["content"]
     assert "not valid JSON" in messages[1]["content"]
@@ -277,7 +259,7 @@ def test_responses_function_calls_are_read_among_reasoning_and_message_items(
 
 def test_responses_results_answer_the_call_id_not_the_item_id(host: Host, toolset: Toolset) -> None:
     calls = toolset.parse_calls("openai-responses", load("openai_responses.json"))
-    items = toolset.result_messages("openai-responses", calls, run_all(host, calls))
+    items = toolset.result_messages("openai-responses", calls, run_all(toolset, calls))
     assert [(item["type"], item["call_id"]) for item in items] == [
         ("function_call_output", "call_Lp4Wz8Qe2Rt6Ny0Vb3Xc7Mk1"),
         ("function_call_output", "call_Hs9Kd2Fj5Ga8Pq1Wt4Ze6Yr3"),
@@ -334,7 +316,7 @@ def test_mistral_calls_without_ids_get_nine_alphanumerics(toolset: Toolset) -> N
 
 def test_mistral_results_name_the_function_and_the_call(host: Host, toolset: Toolset) -> None:
     calls = toolset.parse_calls("mistral", load("mistral_chat.json"))
-    messages = toolset.result_messages("mistral", calls, run_all(host, calls))
+    messages = toolset.result_messages("mistral", calls, run_all(toolset, calls))
     assert [(m["role"], m["tool_call_id"], m["name"]) for m in messages] == [
         ("tool", "D681PevKs", "now"),
         ("tool", "kT3mZ9qLp", "think"),
@@ -387,7 +369,7 @@ def test_ollama_arguments_of_every_kind(
 
 def test_ollama_results_name_the_tool_in_call_order(host: Host, toolset: Toolset) -> None:
     calls = toolset.parse_calls("ollama", load("ollama_chat.json"))
-    messages = toolset.result_messages("ollama", calls, run_all(host, calls))
+    messages = toolset.result_messages("ollama", calls, run_all(toolset, calls))
     assert [(m["role"], m["tool_name"]) for m in messages] == [("tool", "now"), ("tool", "now")]
     assert [json.loads(m["content"])["timezone"] for m in messages] == [
         "Asia/Tokyo",

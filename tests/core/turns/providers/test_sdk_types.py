@@ -9,23 +9,17 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 import pydantic
 import pytest
+from support.responses import RESPONSES, load
 
 import expediter
 from expediter.core.host import Host
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
-
-RESPONSES = Path(__file__).parents[3] / "data" / "responses"
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((RESPONSES / name).read_text(encoding="utf-8"))
 
 
 class Cabin(enum.Enum):
@@ -226,11 +220,7 @@ def turn(
     host: Host, toolset: Toolset, provider: str, response: dict[str, Any]
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     calls = toolset.parse_calls(provider, response)
-    events: list[CallEvent] = [
-        host.call(call.tool, call.action, call.arguments, call_id=call.call_id)
-        for call in calls
-        if call.tool and call.action and call.error is None
-    ]
+    events: list[CallEvent] = list(toolset.run(calls))
     return calls, toolset.result_messages(provider, calls, events)
 
 

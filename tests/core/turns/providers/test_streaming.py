@@ -4,26 +4,13 @@ up to the same calls as the complete response, and a stream cut short is an argu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pydantic
-import pytest
+from support.responses import load
 
-from expediter.core.host import Host
 from expediter.core.turns.toolset import Toolset
-
-RESPONSES = Path(__file__).parents[3] / "data" / "responses"
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((RESPONSES / name).read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def toolset(make_host: Callable[..., Host]) -> Toolset:
-    return make_host(builtins=True).toolset()
 
 
 def pieces(text: str, size: int) -> list[str]:

@@ -1,9 +1,9 @@
 """Real worker processes for the heavy ledger tests (concurrency, crash, outage).
 
-The tests run this file as a script, ``python _workers.py COMMAND CONFIG_JSON``, so every worker is
-a separate process with its own ledger connection and lease thread. The tests load it by path
-(``load()`` in each test module) for ``Pool``, which starts workers and talks to them, and for the
-tools the host calls in-process.
+``Pool`` runs this module as a script, ``python -m support.ledger_workers COMMAND CONFIG_JSON``, so
+every worker is a separate process with its own ledger connection and lease thread. The tests
+import it for ``Pool``, which starts workers and talks to them, and for the tools the host calls
+in-process.
 
 A worker prints ``ready`` once connected, waits for the pool's go file (so all of them start
 together and their keys really collide), and writes what it did as JSON to its ``out`` file.
@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import expediter
+from support.hosts import ledger_host
+from support.scripts import script_command, script_environment
 
-SCRIPT = Path(__file__).resolve()
+MODULE = "support.ledger_workers"
 
 
 # -- tools the host calls ------------------------------------------------------------------------
@@ -80,16 +82,7 @@ def _ledger(config: dict[str, Any]) -> Any:
 
 
 def _host(config: dict[str, Any], tool: object) -> Any:
-    from expediter.core.host import Host
-
-    host = Host(
-        database_url=config["url"],
-        home=config["home"],
-        autoload=False,
-        builtins=False,
-        plugins=[tool],
-        lease_seconds=config["lease"],
-    )
+    host = ledger_host(config["url"], config["home"], tool, lease_seconds=config["lease"])
     host.ledger  # noqa: B018 - connect before the clock starts
     return host
 
@@ -247,10 +240,11 @@ class Worker:
         config = {**config, "out": str(self.out)}
         with open(self.stderr, "w", encoding="utf-8") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, str(SCRIPT), command, json.dumps(config)],
+                script_command(MODULE, command, json.dumps(config)),
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
+                env=script_environment(),
             )
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -1,8 +1,9 @@
 """Worker processes for the approval tests: one process runs a turn and exits, another resumes it.
 
-The tests run this file as a script, ``python _turn_workers.py COMMAND CONFIG_JSON``; each command
-builds its own host on the shared ledger (``url``), prints one JSON line and exits. ``refund``
-appends ``PID ORDER`` to the file named by ``EXPEDITER_TEST_LOG``, proof of which process ran it.
+``run_worker`` runs this module as a script, ``python -m support.turn_workers COMMAND CONFIG_JSON``;
+each command builds its own host on the shared ledger (``url``), prints one JSON line and exits.
+``refund`` appends ``PID ORDER`` to the file named by ``EXPEDITER_TEST_LOG``, proof of which
+process ran it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import expediter
+from support.hosts import ledger_host
+from support.scripts import script_command, script_environment
 
-SCRIPT = Path(__file__).resolve()
+MODULE = "support.turn_workers"
 
 
 @expediter.tool(require_approval=True)
@@ -28,15 +31,7 @@ def refund(order: str, amount: int = 1) -> dict[str, Any]:
 
 
 def _host(config: dict[str, Any]) -> Any:
-    from expediter.core.host import Host
-
-    return Host(
-        database_url=config["url"],
-        home=config["home"],
-        autoload=False,
-        builtins=False,
-        plugins=[refund],
-    )
+    return ledger_host(config["url"], config["home"], refund)
 
 
 def propose(config: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +66,9 @@ COMMANDS = {"propose": propose, "resume": resume}
 
 def run_worker(command: str, *, log: Path, **config: Any) -> dict[str, Any]:
     """Run a command in a new Python process, wait for it to exit; its JSON report."""
-    env = {**os.environ, "EXPEDITER_TEST_LOG": str(log)}
+    env = script_environment(EXPEDITER_TEST_LOG=str(log))
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), command, json.dumps(config)],
+        script_command(MODULE, command, json.dumps(config)),
         capture_output=True,
         text=True,
         timeout=60,

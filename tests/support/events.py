@@ -1,0 +1,39 @@
+"""The documented fields the tests read back: those of a call's event and those of a ledger row
+(DESIGN.md section 11)."""
+
+from __future__ import annotations
+
+#: The fields every call event has (``CallEvent.to_dict()``, ``expediter call/run --json``).
+EVENT_FIELDS = frozenset(
+    {
+        "status",
+        "key",
+        "call_id",
+        "name",
+        "tool",
+        "action",
+        "arguments",
+        "result",
+        "error",
+        "duration_ms",
+    }
+)
+
+#: The fields of ``ledger ls --json`` / ``ledger show --json`` (DESIGN.md section 11), in order.
+LEDGER_FIELDS = (
+    "key",
+    "call_id",
+    "message_id",
+    "run_id",
+    "user_id",
+    "owner_id",
+    "instance_id",
+    "tool",
+    "action",
+    "status",
+    "decision",
+    "error",
+    "attempted_at",
+    "finished_at",
+    "duration_ms",
+)
