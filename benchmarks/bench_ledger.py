@@ -292,13 +292,14 @@ def pq_calls(pgconn: Any, prefix: str) -> Calls:
 
 
 def repository_calls(repository: Repository, prefix: str) -> Calls:
-    """The ledger's own compiled statements through ``Repository`` (no JSON, lock or lease)."""
+    """The ledger's own statements through ``Repository`` (no JSON, lock or lease)."""
     insert, finish, clock = repository.insert, repository.finish, time.time
+    empty = dict.fromkeys(COLUMNS)
 
     def call(n: int) -> None:
         key = f"{prefix}:{n}"
         now = clock()
-        row = {
+        row = empty | {
             "key": key,
             "call_id": f"call_{n}",
             "name": "add",

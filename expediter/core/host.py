@@ -419,18 +419,21 @@ class Host:
         run_id: str | None,
         call_id: str | None,
     ) -> Any:
-        from expediter.core.calls.steps import Turn
+        from expediter.core.calls.steps import BareTurn
 
+        run_id = run_id or new_run_id()
         call = ToolCall(
-            call_id=call_id or f"call_{os.urandom(6).hex()}",
+            # The run id is new for every call, so the ledger key (``run_id:call_id``) is
+            # unique without a random call id: the run id's counter names the call.
+            call_id=call_id or f"call_{run_id[-8:]}",
             name=action,
             arguments={} if arguments is None else arguments,
             instance_id=tool,
             tool=tool,
             action=action,
         )
-        turn = Turn(user_id, operator=True)
-        return self.executor.begin(turn, call, message_id=None, run_id=run_id or new_run_id())
+        turn = BareTurn(user_id, operator=True)
+        return self.executor.begin(turn, call, message_id=None, run_id=run_id)
 
     def call(
         self,

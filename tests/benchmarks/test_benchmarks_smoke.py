@@ -86,7 +86,11 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
             "llm_turn",
             "langchain",
         ),
-        (("turn_no_ledger", "llm", 1.0), ("turn_sqlite", "langchain", 0.5)),
+        (
+            ("turn_no_ledger", "llm_turn", 1.0),
+            ("run", "llm", 1.0),
+            ("turn_sqlite", "langchain", None),  # orientation only (DESIGN.md section 9)
+        ),
     ),
 }
 STATUSES = {"PASS", "FAIL", "INFO", "SKIP"}

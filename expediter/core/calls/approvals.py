@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from expediter.core.calls.executor import CLIENT_SIDE, Executor
 from expediter.core.calls.results import model_copy
-from expediter.core.calls.steps import Step, Turn
+from expediter.core.calls.steps import BareTurn, Step
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.statuses import EVENT_STATUS_OF, CallStatus, EventStatus
 from expediter.core.turns.toolset import ToolInstance
@@ -115,7 +115,7 @@ class Approvals:
             action=request.get("action"),
             extras=request.get("extras") or {},
         )
-        turn = Turn(row.user_id, headless=bool(request.get("headless")))
+        turn = BareTurn(row.user_id, headless=bool(request.get("headless")))
         step = Step(call, row.key, turn, request.get("message_id"), request.get("run_id") or "")
         return step
 

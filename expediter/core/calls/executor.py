@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from expediter.core.discovery.hooks import HostHooks
     from expediter.core.discovery.loading import LoadedTool, LoadedTools
     from expediter.core.ledger import Attempt, Ledger
-    from expediter.core.turns.toolset import OfferedAction, Toolset
+    from expediter.core.turns.toolset import OfferedAction
 
 __all__ = ["CLIENT_SIDE", "OPERATOR", "Executor"]
 
@@ -79,14 +79,13 @@ class Executor:
 
     def run(
         self,
-        toolset: Toolset | Turn,
+        turn: Turn,
         calls: Iterable[ToolCall],
         message_id: str | None = None,
         run_id: str | None = None,
     ) -> Iterator[CallEvent]:
         """Run the calls one after another; yield each call's event (one per call, in order).
         Observers (``on_call_event``) also see a ``pending`` event as each call starts."""
-        turn = toolset if isinstance(toolset, Turn) else Turn.of(toolset)
         run_id = run_id or new_run_id()
         for call in calls:
             step = self.begin(turn, call, message_id=message_id, run_id=run_id)
@@ -97,14 +96,13 @@ class Executor:
 
     async def arun(
         self,
-        toolset: Toolset | Turn,
+        turn: Turn,
         calls: Iterable[ToolCall],
         message_id: str | None = None,
         run_id: str | None = None,
     ) -> AsyncIterator[CallEvent]:
         """Run the calls concurrently; yield their events in call order (one per call).
         Closing the iteration early cancels the calls still running."""
-        turn = toolset if isinstance(toolset, Turn) else Turn.of(toolset)
         run_id = run_id or new_run_id()
         steps = [self.begin(turn, call, message_id=message_id, run_id=run_id) for call in calls]
         tasks: dict[int, asyncio.Task[Any]] = {}
@@ -146,24 +144,19 @@ class Executor:
         the arguments. A step with ``final`` set ended (or paused) here."""
         key = f"{message_id}:{call.call_id}" if message_id else f"{run_id}:{call.call_id}"
         step = Step(call, key, turn, message_id, run_id)
-        toolset = turn.toolset
         if call.instance_id is None or call.action is None:
-            message = (
-                toolset.unknown_name(call)
-                if toolset is not None
-                else call.error or f"unknown function {call.name!r}"
-            )
-            return self._refuse(step, message, "ToolNotFound")
+            return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
         if call.error is not None:
             return self._refuse(step, call.error, "ArgumentError")
-        if not isinstance(call.arguments, Mapping):
+        arguments = call.arguments
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             return self._refuse(
                 step,
                 f"arguments for {call.tool}.{call.action} must be a JSON object, "
                 f"got {type(call.arguments).__name__}",
                 "ArgumentError",
             )
-        offered = toolset.offered(call.name) if toolset is not None else None
+        offered = turn.offered(call.name)
         if offered is not None and offered.client:
             if turn.headless:
                 return self._deny(
@@ -200,7 +193,10 @@ class Executor:
         if offered is not None:
             step.spec = offered.action
         else:
-            found = loaded.actions(self.context(step)).get(step.action or "")
+            actions = loaded.known_actions
+            if actions is None:
+                actions = loaded.actions(self.context(step))
+            found = actions.get(step.action or "")
             step.spec = found if found is not None and found.active else None
         return step
 
@@ -592,6 +588,8 @@ class Executor:
 def _redacted(step: Step) -> Mapping[str, Any]:
     if step.redacted is None:
         arguments = step.arguments
-        redacted = redact(arguments) if isinstance(arguments, Mapping) else {}
-        step.redacted = redacted if isinstance(redacted, Mapping) else {}
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
+            step.redacted = {}
+        else:
+            step.redacted = redact(arguments)
     return step.redacted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from expediter.core.authoring.conversion import NotJSON, to_json_value
 from expediter.core.records.redaction import redact
@@ -13,75 +13,96 @@ if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool
     from expediter.core.ledger import Attempt
     from expediter.core.records.calls import CallEvent, ToolCall
-    from expediter.core.turns.toolset import Toolset
+    from expediter.core.turns.toolset import OfferedAction
     from expediter.hookspecs.tool import Action, CallContext
 
-__all__ = ["Step", "Turn", "resume_request"]
+__all__ = ["BareTurn", "Step", "Turn", "resume_request"]
+
+
+class Turn(Protocol):
+    """For whom a batch of calls runs, and how. A ``Toolset`` is one (a model's turn); a
+    ``BareTurn`` stands for calls made without one (the operator's, and resumed calls)."""
+
+    @property
+    def user_id(self) -> str | None:
+        """The user the calls are made for (the invoker)."""
+
+    @property
+    def headless(self) -> bool:
+        """No human can be asked: calls needing approval run only when allowlisted."""
+
+    @property
+    def allowlist(self) -> frozenset[str]:
+        """Instance ids or tool names that may run unasked in a headless turn."""
+
+    @property
+    def configs(self) -> Mapping[str, Mapping[str, Any]]:
+        """The configuration of each configured instance, kept with a paused call."""
+
+    @property
+    def operator(self) -> bool:
+        """The operator's own calls (``Host.call``): an approval prompt counts as given, a
+        forced prompt or a denial still refuses the call."""
+
+    def offered(self, name: str) -> OfferedAction | None:
+        """The action offered under a name in this turn, or None."""
+        ...
+
+    def unknown_name(self, call: ToolCall) -> str:
+        """The error for a call whose name does not resolve."""
+        ...
 
 
 @final
-class Turn:
-    """For whom a batch of calls runs, and how: headless or not, what may run unasked."""
+class BareTurn:
+    """Calls made without a toolset: nothing is offered by name, the call names its tool."""
 
-    __slots__ = ("allowlist", "configs", "headless", "operator", "toolset", "user_id")
+    __slots__ = ("allowlist", "configs", "headless", "operator", "user_id")
 
     def __init__(
-        self,
-        user_id: str | None = None,
-        *,
-        headless: bool = False,
-        allowlist: frozenset[str] = frozenset(),
-        configs: Mapping[str, Mapping[str, Any]] | None = None,
-        operator: bool = False,
-        toolset: Toolset | None = None,
+        self, user_id: str | None = None, *, headless: bool = False, operator: bool = False
     ) -> None:
         self.user_id = user_id
         self.headless = headless
-        self.allowlist = allowlist
-        #: The configuration of each configured instance, kept with a paused call.
-        self.configs: Mapping[str, Mapping[str, Any]] = configs or {}
-        #: The operator's own call (``Host.call``): an approval prompt counts as given, a
-        #: forced prompt or a denial still refuses it.
         self.operator = operator
-        #: The toolset whose names the calls use (None for direct calls).
-        self.toolset = toolset
+        self.allowlist: frozenset[str] = frozenset()
+        self.configs: Mapping[str, Mapping[str, Any]] = {}
 
-    @classmethod
-    def of(cls, toolset: Toolset) -> Turn:
-        """The turn of a toolset's calls."""
-        return cls(
-            toolset.user_id,
-            headless=toolset.headless,
-            allowlist=toolset.allowlist,
-            configs=toolset.configs,
-            toolset=toolset,
-        )
+    def offered(self, name: str) -> OfferedAction | None:
+        """Nothing is offered by name."""
+        return None
+
+    def unknown_name(self, call: ToolCall) -> str:
+        """What a call without a tool and action lacks."""
+        return call.error or f"unknown function {call.name!r}"
 
 
 @final
 class Step:
-    """One call on its way through the pipeline (a plain slotted class: one per call)."""
+    """One call on its way through the pipeline.
 
-    __slots__ = (
-        "action",
-        "attempt",
-        "call",
-        "context",
-        "deadline",
-        "decision",
-        "final",
-        "key",
-        "loaded",
-        "message_id",
-        "reason",
-        "redacted",
-        "run_arguments",
-        "run_id",
-        "spec",
-        "started",
-        "tool",
-        "turn",
-    )
+    A plain class whose defaults live on the class, so making one (once per call) sets only
+    what every call has: the per-call turn budget (DESIGN section 9).
+    """
+
+    #: Set when the call ended (or paused) before running: the event to yield.
+    final: CallEvent | None = None
+    loaded: LoadedTool | None = None
+    #: Built on first use (``Executor.context``).
+    context: CallContext | None = None
+    #: ``time.time()`` by which the call should finish, or None.
+    deadline: float | None = None
+    #: The action as the tool describes it.
+    spec: Action | None = None
+    #: The arguments the tool runs with (fixed values applied).
+    run_arguments: Mapping[str, Any] | None = None
+    attempt: Attempt | None = None
+    redacted: Mapping[str, Any] | None = None
+    #: ``time.perf_counter()`` when the tool started (None until it runs).
+    started: float | None = None
+    #: The ledger decision recorded when the call is proposed (e.g. ``operator``).
+    decision: str | None = None
+    reason: str | None = None
 
     def __init__(
         self, call: ToolCall, key: str, turn: Turn, message_id: str | None, run_id: str
@@ -93,24 +114,6 @@ class Step:
         self.run_id = run_id
         self.tool = call.tool
         self.action = call.action
-        #: Set when the call ended (or paused) before running: the event to yield.
-        self.final: CallEvent | None = None
-        self.loaded: LoadedTool | None = None
-        #: Built on first use (``Executor.context``).
-        self.context: CallContext | None = None
-        #: ``time.time()`` by which the call should finish, or None.
-        self.deadline: float | None = None
-        #: The action as the tool describes it.
-        self.spec: Action | None = None
-        #: The arguments the tool runs with (fixed values applied).
-        self.run_arguments: dict[str, Any] | None = None
-        self.attempt: Attempt | None = None
-        self.redacted: Mapping[str, Any] | None = None
-        #: ``time.perf_counter()`` when the tool started (None until it runs).
-        self.started: float | None = None
-        #: The ledger decision recorded when the call is proposed (e.g. ``operator``).
-        self.decision: str | None = None
-        self.reason: str | None = None
 
     @property
     def arguments(self) -> Mapping[str, Any]:

@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 Factory = Callable[[Mapping[str, Any] | None], object]
+#: Not worked out yet (a cache's marker).
+_UNKNOWN: Any = object()
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +240,7 @@ class LoadedTool:
         "_awaiting",
         "_contexts",
         "_hooks",
+        "_is_sugar",
         "call",
         "instance",
         "instance_id",
@@ -269,6 +272,7 @@ class LoadedTool:
         self._accepted: dict[str, frozenset[str] | None] = {}
         self._hooks: dict[str, bool] = {}
         self._contexts: dict[str, bool] = {}
+        self._is_sugar: bool | None = None
 
     def _through_wrappers(self) -> Callable[..., Any]:
         """``execute_action`` through the relay: pluggy's own call for sync actions, the
@@ -320,13 +324,29 @@ class LoadedTool:
             self._contexts[action] = found
         return found
 
+    def _sugar(self) -> bool:
+        """Whether this is an ``@tool``/``Toolbox`` tool that nothing wraps, whose own
+        ``execute_action`` runs: it reads its arguments once and its context only when a
+        function takes one."""
+        found = self._is_sugar
+        if found is None:
+            from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox
+
+            sugar = (
+                FunctionTool.execute_action,
+                FunctionGroup.execute_action,
+                Toolbox.execute_action,
+            )
+            own = getattr(type(self.instance), "execute_action", None)
+            found = own in sugar and getattr(self.call, "__func__", None) is own
+            self._is_sugar = found
+        return found
+
     def _reads_context(self, action: str) -> bool:
         from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox
 
         instance = self.instance
-        sugar = (FunctionTool.execute_action, FunctionGroup.execute_action, Toolbox.execute_action)
-        own = getattr(type(instance), "execute_action", None)
-        if own not in sugar or getattr(self.call, "__func__", None) is not own:
+        if not self._sugar():
             return True  # a raw hook, an override, or wrapped: it may read the context
         if isinstance(instance, Toolbox):
             spec = instance.action_specs().get(action)
@@ -358,8 +378,8 @@ class LoadedTool:
 
     def undeclared(self, action: Action, arguments: Mapping[str, Any]) -> list[str]:
         """Argument names the action's schema does not declare (none if it allows extras)."""
-        accepted = self._accepted.get(action.name, ())
-        if accepted == ():
+        accepted = self._accepted.get(action.name, _UNKNOWN)
+        if accepted is _UNKNOWN:
             schema = action.parameters
             properties = schema.get("properties")
             if properties is None or schema.get("additionalProperties"):
@@ -367,11 +387,11 @@ class LoadedTool:
             else:
                 accepted = frozenset(properties) | frozenset(action.fixed)
             self._accepted[action.name] = accepted
-        if accepted is None:
+        if accepted is None or accepted.issuperset(arguments):
             return []
         return [name for name in arguments if name not in accepted]
 
-    def arguments_for(self, action: Action, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def arguments_for(self, action: Action, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """The arguments the action runs with: undeclared ones refused (ArgumentError), the
         operator's fixed values winning over the model's."""
         undeclared = self.undeclared(action, arguments)
@@ -379,7 +399,16 @@ class LoadedTool:
             raise ArgumentError.unknown(
                 action.name, undeclared, action.parameters.get("properties", {})
             )
-        return {**arguments, **action.fixed} if action.fixed else dict(arguments)
+        if action.fixed:
+            return {**arguments, **action.fixed}
+        # A sugar tool that nothing wraps binds its arguments into a new dict itself: a copy
+        # here would be one more object per call (the per-call turn budget).
+        return arguments if self._sugar() else dict(arguments)
+
+    @property
+    def known_actions(self) -> dict[str, Action] | None:
+        """The actions ``actions()`` found, or None before it was first asked."""
+        return self._actions
 
     def actions(self, context: CallContext) -> dict[str, Action]:
         """The instance's actions by name (asked once, then cached)."""

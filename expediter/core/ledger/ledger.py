@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import os
-import random
-import re
 import socket
 import threading
 import time
@@ -24,14 +21,22 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 import attrs
 
 from expediter.core.ledger.attempts import Attempt, Proposal
+from expediter.core.ledger.columns import (
+    RESULT_LIMIT,
+    capped,
+    column_text,
+    forks,
+    json_column,
+    new_attempt_id,
+    parse_duration,
+)
 from expediter.core.ledger.database import Database, default_url, is_instantly_busy, is_outage
 from expediter.core.ledger.records import LedgerRow, ToolStats
-from expediter.core.ledger.repository import Repository, Statements
+from expediter.core.ledger.repository import INSERT_ORDER, Repository, Statements
 from expediter.core.ledger.schema import HEAD, current_revision, upgrade
 from expediter.core.ledger.spool import Spool
 from expediter.core.ledger.waiting import FINAL_STATUSES, sleeper_for, wait_for
 from expediter.core.records.redaction import redact
-from expediter.core.records.text import truncate
 from expediter.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -53,8 +58,6 @@ CLIENT_SIDE = "client_side"
 
 logger = logging.getLogger(__name__)
 
-#: Characters of a result's JSON kept in the ledger.
-RESULT_LIMIT = 400_000
 _SWEEP_BATCH = 1000
 #: ``_write``'s answer when a write reached neither the database nor the spool.
 _LOST = object()
@@ -63,71 +66,6 @@ _REFUSED = object()
 #: The writes that create rows (refused rather than spooled by a fail-closed ledger).
 _INSERTS = frozenset({"insert", "insert_many"})
 T = TypeVar("T")
-#: The generator of attempt ids: its own (an application seeding ``random`` changes nothing),
-#: seeded from the system and again in every forked child.
-_IDS = random.Random()
-_random_bits = _IDS.getrandbits
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_IDS.seed)
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def _attempt_id() -> str:
-    """A new attempt's id: 64 random bits as hex. It only tells one attempt of a key from
-    another (it guards nothing secret), so a generator seeded from the system serves, without
-    the system call ``os.urandom`` makes on every call (the per-call ledger budgets)."""
-    return f"{_random_bits(64):016x}"
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``45s``, ``30m``, ``1h``, ``2d``, ``1w`` as seconds."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"cannot read the duration {text!r}; use e.g. 45s, 30m, 1h, 2d")
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-# The same encoding without building an encoder per value, nor checking for cycles (a cycle
-# recurses until RecursionError, and then ``_ENCODER`` says what is wrong): half the time of
-# ``_ENCODER.encode`` for the small values of every call (DESIGN.md section 9, per-call
-# ledger budgets).
-_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-_FAST_ENCODER: Any = (
-    _MAKE_ENCODER(None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-    if _MAKE_ENCODER is not None
-    else None
-)
-
-
-def _json(value: Any) -> str | None:
-    """The JSON text of a value (``default=str`` for what JSON cannot hold), or None."""
-    if value is None:
-        return None
-    if _FAST_ENCODER is not None:
-        try:
-            return "".join(_FAST_ENCODER(value, 0))
-        except RecursionError:
-            pass
-    return _ENCODER.encode(value)
-
-
-def _text(value: str | None) -> str | None:
-    """Text for a column: PostgreSQL refuses NUL in text, so it never reaches the database."""
-    return value.replace("\x00", "") if value and "\x00" in value else value
-
-
-def _capped(value: Any) -> str | None:
-    """The ledger's copy of a result: its JSON, or when that is too long, the beginning of a
-    string itself (not of its JSON encoding) or of the JSON text of anything else, as a JSON
-    string of at most ``RESULT_LIMIT`` characters saying how much was dropped."""
-    encoded = _json(value)
-    if encoded is None or len(encoded) <= RESULT_LIMIT:
-        return encoded
-    text = value if isinstance(value, str) else encoded
-    marker = " ... [{} more characters not recorded]"
-    return truncate(text, RESULT_LIMIT, marker, encode=_ENCODER.encode)
 
 
 @final
@@ -164,6 +102,8 @@ class Ledger:
         self._spooled = self.spool.pending()
         self._running: dict[str, Attempt] = {}
         self._keeper: threading.Thread | None = None
+        #: ``forks()`` when the keeper started (-1: not started).
+        self._keeper_fork = -1
         self._closed = threading.Event()
 
     @classmethod
@@ -393,14 +333,35 @@ class Ledger:
         ``request`` is what a paused call needs to resume in another process. With
         ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
         """
-        row = self._proposed(
-            time.time(), key, call_id, user_id, name, run_id, message_id, owner_id, instance_id,
-            tool, action, arguments, request, lease, decision, reason,
+        now = time.time()
+        attempt_id = new_attempt_id()
+        # The values in INSERT_ORDER, written on the held connection without building the row
+        # dict, which only a spooled or retried write needs: with 4 workers on 2 cores every
+        # bit of Python per call shows (DESIGN.md section 9, the throughput budget).
+        recorded = None if arguments is None else json_column(redact(arguments))
+        values = (
+            key, call_id, name, message_id, run_id, user_id, owner_id, instance_id, tool, action,
+            recorded, decision, None, "proposed",
+            None, None, now, now, None, None, now + self.lease_seconds if lease else None,
+            self.worker_id, attempt_id, None if request is None else json_column(request),
+            None if reason is None else column_text(reason),
         )  # fmt: skip
-        created = self._write("insert", row)
+        with self._lock:
+            repository = self._repository
+            if repository is not None and not self._spooled:
+                try:
+                    created: Any = repository.propose(values)
+                except Exception:
+                    created = self._write("insert", dict(zip(INSERT_ORDER, values, strict=True)))
+            else:
+                created = self._write("insert", dict(zip(INSERT_ORDER, values, strict=True)))
         if created is _REFUSED:
             raise self._refused()
-        return self._started(row, created, lease)
+        if created is True and lease:
+            attempt = Attempt(key, user_id, attempt_id, time.monotonic(), True)
+            self._hold(attempt)
+            return attempt
+        return self._started(dict(zip(INSERT_ORDER, values, strict=True)), created, lease)
 
     def begin_many(self, proposals: Sequence[Proposal]) -> list[Attempt]:
         """Record several calls (e.g. one turn's) as ``proposed`` in one commit; one attempt
@@ -451,10 +412,10 @@ class Ledger:
             "instance_id": instance_id,
             "tool": tool,
             "action": action,
-            "arguments": None if arguments is None else _json(redact(arguments)),
+            "arguments": None if arguments is None else json_column(redact(arguments)),
             "decision": decision,
             "decided_by": None,
-            "decision_reason": _text(reason),
+            "decision_reason": column_text(reason),
             "status": "proposed",
             "result": None,
             "error": None,
@@ -464,8 +425,8 @@ class Ledger:
             "duration_ms": None,
             "lease_expires_at": now + self.lease_seconds if lease else None,
             "worker_id": self.worker_id,
-            "attempt_id": _attempt_id(),
-            "request": _json(request),
+            "attempt_id": new_attempt_id(),
+            "request": json_column(request),
         }
 
     def _refused(self) -> LedgerError:
@@ -514,7 +475,7 @@ class Ledger:
         """
         now = time.time()
         claim = status == "approved"
-        attempt_id = _attempt_id() if claim else None
+        attempt_id = new_attempt_id() if claim else None
         params = {
             "key": key,
             "user_id": user_id,
@@ -523,8 +484,8 @@ class Ledger:
             "decision": decision,
             "decided_by": decided_by,
             "now": now,
-            "error": _text(reason) if status == "denied" else None,
-            "decision_reason": _text(reason),
+            "error": column_text(reason) if status == "denied" else None,
+            "decision_reason": column_text(reason),
             "lease_expires_at": now + self.lease_seconds if claim else None,
             "worker_id": self.worker_id if claim else None,
             "attempt_id": attempt_id,
@@ -563,17 +524,34 @@ class Ledger:
         """Record how a call ended: ``executed`` or ``failed`` (``late`` if it was swept)."""
         if attempt.created is False:
             return False
-        if self._running.get(attempt.key) is attempt:
-            del self._running[attempt.key]
+        key = attempt.key
+        if self._running.get(key) is attempt:
+            del self._running[key]
         now = time.time()
+        expected = attempt.status
+        if attempt.recorded and (expected == "proposed" or expected == "approved"):
+            # The per-call path (see begin): the move is allowed, the values go as a tuple.
+            values = (
+                "executed" if ok else "failed", capped(result),
+                None if error is None else column_text(error), now, now, duration_ms, False, key,
+                expected, attempt.user_id, attempt.attempt_id,
+            )  # fmt: skip
+            with self._lock:
+                repository = self._repository
+                if repository is not None and not self._spooled:
+                    try:
+                        if repository.finish_values(values, announce=expected == "approved"):
+                            return True
+                    except Exception:
+                        logger.debug("finishing %s failed; trying again", key, exc_info=True)
         params = {
             "key": attempt.key,
             "user_id": attempt.user_id,
             "attempt_id": attempt.attempt_id,
             "expected": attempt.status,
             "status": "executed" if ok else "failed",
-            "result": _capped(result),
-            "error": _text(error),
+            "result": capped(result),
+            "error": column_text(error),
             "finished_at": now,
             "duration_ms": duration_ms,
         }
@@ -599,13 +577,16 @@ class Ledger:
 
     def _hold(self, attempt: Attempt) -> None:
         self._running[attempt.key] = attempt
-        if self._keeper is None or not self._keeper.is_alive():
+        # The keeper runs until close(); only a forked child needs its own (an int compare
+        # per call instead of Thread.is_alive(): the per-call budgets).
+        if self._keeper_fork != forks():
             with self._lock:
-                if self._keeper is None or not self._keeper.is_alive():
+                if self._keeper_fork != forks():
                     self._keeper = threading.Thread(
                         target=self._renew_leases, name="expediter-lease", daemon=True
                     )
                     self._keeper.start()
+                    self._keeper_fork = forks()
 
     def _renew_leases(self) -> None:
         interval = max(0.05, self.lease_seconds / 3)

@@ -24,10 +24,26 @@ from expediter.core.ledger.database import Dialect
 from expediter.core.records.statuses import ALLOWED
 from expediter.errors import LedgerError
 
-__all__ = ["ALLOWED", "COLUMNS", "Repository", "Sql", "Statements"]
+__all__ = ["ALLOWED", "COLUMNS", "FINISH_ORDER", "INSERT_ORDER", "Repository", "Sql", "Statements"]
 
 #: The columns of ``tool_call_attempts``, in table order.
 COLUMNS: tuple[str, ...] = kept.COLUMNS
+#: The values ``Repository.propose`` takes, in order: every column but ``late``.
+INSERT_ORDER: tuple[str, ...] = tuple(name for name in COLUMNS if name != "late")
+#: The values ``Repository.finish_values`` takes, in order (``g_*`` are the guard's).
+FINISH_ORDER = (
+    "status",
+    "result",
+    "error",
+    "updated_at",
+    "finished_at",
+    "duration_ms",
+    "late",
+    "g_key",
+    "g_status",
+    "g_user",
+    "g_attempt",
+)
 #: Names of the bind parameters the ledger's statements declare themselves (``render`` keeps
 #: any other compiled value, e.g. a literal LIMIT, as a constant).
 _OURS = frozenset(COLUMNS) | {
@@ -97,6 +113,13 @@ class Statements:
         self.sweep = sql("sweep")
         self.expire_approvals = sql("expire_approvals")
         self.get = sql("get")
+        # The per-call paths bind tuples in these orders (Repository.propose, .finish_values).
+        for statement, order in ((self.insert, INSERT_ORDER), (self.finish, FINISH_ORDER)):
+            if statement.names != order:  # pragma: no cover - caught by test_statements.py
+                raise LedgerError(
+                    "expediter/core/ledger/statements.py is out of date: run "
+                    "python -m expediter.core.ledger.compile"
+                )
 
     def render(self, statement: Any) -> Sql:
         """Compile an ad-hoc SQLAlchemy statement (reads) for this dialect."""
@@ -140,6 +163,17 @@ class Repository:
     def insert(self, row: Mapping[str, Any]) -> bool:
         """Create a row in its first status; False when the key exists (nothing changed)."""
         return self._write(self.statements.insert, row) == 1
+
+    def propose(self, values: Sequence[Any]) -> bool:
+        """``insert`` of a row given as values in ``INSERT_ORDER`` (the per-call path)."""
+        return bool(self._writer.execute(self.statements.insert.text, values).rowcount == 1)
+
+    def finish_values(self, values: Sequence[Any], *, announce: bool) -> bool:
+        """``finish`` with values in ``FINISH_ORDER``, the move already known to be allowed (the
+        per-call path); ``announce`` for an approved call (see ``finish``)."""
+        statements = self.statements
+        text = statements.finish_notify.text if announce else statements.finish.text
+        return bool(self._writer.execute(text, values).rowcount == 1)
 
     def insert_many(self, rows: Sequence[Mapping[str, Any]]) -> list[bool]:
         """Create several rows in one transaction (one commit); for each, whether it was

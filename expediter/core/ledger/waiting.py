@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from expediter.core.ledger.database import Database
 from expediter.core.ledger.statements import CHANNEL
+from expediter.core.records.statuses import FINAL_LEDGER_STATUSES
 
 __all__ = ["FINAL_STATUSES", "Listen", "Poll", "Sleeper", "sleeper_for", "wait_for"]
 
@@ -25,7 +26,7 @@ Row = TypeVar("Row")
 
 #: Ledger statuses after which a call changes no more (``abandoned`` may still gain a late
 #: result, but nobody waits for that).
-FINAL_STATUSES = frozenset({"executed", "confirmed", "failed", "denied", "abandoned"})
+FINAL_STATUSES = FINAL_LEDGER_STATUSES
 #: Polling (SQLite): the first pause, its growth, and its cap, in seconds.
 POLL_FIRST = 0.005
 POLL_GROWTH = 1.5

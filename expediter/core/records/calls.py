@@ -6,6 +6,7 @@ import itertools
 import os
 import time
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -17,6 +18,7 @@ from expediter.core.records.text import json_text, truncate
 __all__ = [
     "DISPLAY_LIMIT",
     "LEDGER_STATUSES",
+    "NO_EXTRAS",
     "CallEvent",
     "EventStatus",
     "ToolCall",
@@ -40,6 +42,11 @@ def new_run_id() -> str:
     return f"{_RUN_PREFIX}{next(_RUN_COUNTER):08x}"
 
 
+#: The extras of a call that has none: one shared, read-only mapping (a new dict per call
+#: would be one more object for the garbage collector to track, once per call).
+NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
+
+
 @json_form(
     keys=("call_id", "name", "instance_id", "tool", "action", "arguments", "error", "extras"),
     dump={"extras": json_value},
@@ -58,7 +65,7 @@ class ToolCall:
     #: Why the call cannot run as proposed (unknown name, malformed arguments), or None.
     error: str | None = None
     #: Provider-specific data to send back unchanged (e.g. Gemini's thought signature).
-    extras: Mapping[str, Any] = attrs.field(factory=dict)
+    extras: Mapping[str, Any] = NO_EXTRAS
 
     @property
     def resolved(self) -> bool:

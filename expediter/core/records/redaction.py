@@ -30,14 +30,23 @@ def _is_secret(name: str) -> bool:
 _SCALARS = (str, int, float, bool, type(None))
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _any_secret(keys: tuple[Any, ...]) -> bool:
+    return any(type(key) is str and _is_secret(key) for key in keys)
+
+
 def redact(value: Any) -> Any:
     """Arguments as recorded: values under secret-looking names (api_key, token...) hidden."""
     if type(value) is dict or isinstance(value, Mapping):
-        if type(value) is dict and not any(
-            (type(key) is str and _is_secret(key)) or type(item) not in _SCALARS
-            for key, item in value.items()
+        if (
+            type(value) is dict
+            and _SCALAR_TYPES.issuperset(map(type, value.values()))
+            and not _any_secret(tuple(value))
         ):
-            return value  # nothing to hide and nothing nested: no copy
+            return value  # nothing to hide and nothing nested: no copy (once per call)
         return {
             key: "***" if isinstance(key, str) and _is_secret(key) else redact(item)
             for key, item in value.items()

@@ -54,7 +54,7 @@ class Runner(Protocol):
 
     def run(
         self,
-        toolset: Toolset,
+        turn: Toolset,
         calls: Iterable[ToolCall],
         message_id: str | None,
         run_id: str | None,
@@ -62,7 +62,7 @@ class Runner(Protocol):
 
     def arun(
         self,
-        toolset: Toolset,
+        turn: Toolset,
         calls: Iterable[ToolCall],
         message_id: str | None,
         run_id: str | None,
@@ -153,6 +153,10 @@ class _Composition:
 
 class Toolset:
     """The tools offered in one turn: schemas per provider, parsing calls, result messages."""
+
+    #: A toolset's calls are a host application's, made for its user: never the operator's
+    #: (whose direct calls count an approval prompt as given).
+    operator = False
 
     def __init__(
         self,
@@ -246,9 +250,9 @@ class Toolset:
     # -- calls ----------------------------------------------------------------------------------
 
     def _call(self, raw: RawCall) -> ToolCall:
-        entry = self.name_map.resolve(raw.name)
+        offered = self._by_name.get(raw.name)
         arguments, problem = parse_arguments(raw.arguments)
-        if entry is None:
+        if offered is None:
             if not raw.name and problem:
                 error = f"the call could not be read: {problem}"
             else:
@@ -256,23 +260,22 @@ class Toolset:
                 if problem:
                     error += f"; also, {problem}"
             return ToolCall(raw.call_id, raw.name, arguments, error=error, extras=raw.extras)
-        offered = self._by_name.get(raw.name)
-        if problem is None and offered is not None:
+        if problem is None:
             arguments = strip_optional_nulls(arguments, offered.action.parameters)
         return ToolCall(
             raw.call_id,
             raw.name,
             arguments,
-            instance_id=entry.instance_id,
-            tool=entry.tool,
-            action=entry.action,
+            instance_id=offered.instance_id,
+            tool=offered.tool,
+            action=offered.action.name,
             error=None if problem is None else f"{raw.name}: {problem}",
             extras=raw.extras,
         )
 
     def parse_calls(self, provider: str, response: Mapping[str, Any]) -> list[ToolCall]:
         """The tool calls in a provider response (its parsed JSON or SDK ``model_dump()``)."""
-        if not isinstance(response, Mapping):
+        if type(response) is not dict and not isinstance(response, Mapping):
             raise ArgumentError(f"a {provider} response must be a JSON object")
         return [self._call(raw) for raw in get_provider(provider).read_calls(response)]
 

@@ -14,8 +14,8 @@ import pytest
 
 import expediter
 from expediter.core.host import Host
+from expediter.core.ledger.columns import RESULT_LIMIT
 from expediter.core.ledger.database import Database
-from expediter.core.ledger.ledger import RESULT_LIMIT
 from expediter.core.ledger.records import LedgerRow
 from expediter.core.ledger.schema import upgrade
 from expediter.core.records.calls import DISPLAY_LIMIT, CallEvent, ToolCall

@@ -17,8 +17,8 @@ from support.events import LEDGER_FIELDS
 import expediter
 from expediter.core.host import Host
 from expediter.core.ledger import Ledger, LedgerRow, ToolStats, parse_duration, redact
+from expediter.core.ledger.columns import RESULT_LIMIT
 from expediter.core.ledger.database import Database
-from expediter.core.ledger.ledger import RESULT_LIMIT
 from expediter.core.ledger.repository import COLUMNS, Repository, Statements
 from expediter.hookspecs.tool import CallContext
 

@@ -83,3 +83,16 @@ def test_a_lost_connection_is_an_outage(connection: Any, migrated_url: str) -> N
     with pytest.raises(psycopg.OperationalError) as raised:
         writer.execute("INSERT INTO probe (t) VALUES (%s::VARCHAR)", ("after",))
     assert is_outage(raised.value)
+
+
+def test_remembered_texts_are_written_exactly_also_after_the_memory_is_emptied(
+    connection: Any,
+) -> None:
+    writer = PreparedWriter(connection)
+    insert = "INSERT INTO probe (t, i) VALUES (%s::VARCHAR, %s)"
+    long_text = "é" * 100  # too long to remember
+    texts = [f"t{n % 700}" for n in range(1500)] + ["", long_text, long_text, "t1"]
+    for index, text in enumerate(texts):
+        writer.execute(insert, (text, index))
+    found = connection.execute("SELECT t FROM probe ORDER BY i").fetchall()
+    assert [row[0] for row in found] == texts

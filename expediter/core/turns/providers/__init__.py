@@ -20,7 +20,7 @@ PROVIDERS: dict[str, Provider] = {
 
 def get_provider(name: str) -> Provider:
     """Return the adapter for a provider name, or raise UnknownProvider listing the names."""
-    adapter = PROVIDERS.get(name.strip().lower())
+    adapter = PROVIDERS.get(name) or PROVIDERS.get(name.strip().lower())
     if adapter is None:
         raise UnknownProvider(
             f"unknown provider {name!r}; use one of: {', '.join(sorted(PROVIDERS))}"

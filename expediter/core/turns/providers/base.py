@@ -16,6 +16,8 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
 
+from expediter.core.records.calls import NO_EXTRAS
+
 __all__ = [
     "CallResult",
     "Malformed",
@@ -51,7 +53,7 @@ class RawCall:
     name: str
     #: As the provider sent it: a JSON string, an object, or nothing.
     arguments: Any
-    extras: Mapping[str, Any] = attrs.field(factory=dict)
+    extras: Mapping[str, Any] = NO_EXTRAS
 
 
 @attrs.frozen
@@ -118,12 +120,13 @@ def synthetic_id(seed: Any, index: int) -> str:
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """Return ``(arguments, None)``, or ``({}, what was wrong)`` for malformed arguments."""
-    if raw is None:
-        return {}, None
-    if type(raw) is dict or isinstance(raw, Mapping):
-        return dict(raw), None
-    if isinstance(raw, bytes | bytearray):
-        raw = raw.decode("utf-8", errors="replace")
+    if type(raw) is not str:  # the usual case (a JSON string) first: the turn budget
+        if raw is None:
+            return {}, None
+        if type(raw) is dict or isinstance(raw, Mapping):
+            return dict(raw), None
+        if isinstance(raw, bytes | bytearray):
+            raw = raw.decode("utf-8", errors="replace")
     if not isinstance(raw, str):
         if isinstance(raw, Malformed):
             return {}, raw.problem

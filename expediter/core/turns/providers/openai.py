@@ -55,7 +55,7 @@ class OpenAIChat(Provider):
                 continue
             function = item.get("function") or {}
             call_id = str(item.get("id") or synthetic_id(item, index))
-            if not isinstance(function, Mapping):
+            if type(function) is not dict and not isinstance(function, Mapping):
                 # Still a call the model made (its id needs an answer): an error, not a crash.
                 problem = (
                     'the tool call\'s "function" must be an object with "name" and '
