@@ -20,7 +20,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
         ("plain", "pluggy", "dispatch_1", "dispatch_{n}", "call_1", "call_{n}", "llm"),
         (("dispatch_{n}", "dispatch_1", 1.1), ("call_1", "llm", 1.0)),
     ),
-    "bench_tools_list.py": ("tools_list", ("python", "warm", "cold"), (("warm", "python", 15.0),)),
+    "bench_tools_list.py": ("tools_list", ("python", "warm", "cold"), (("warm", "python", 10.0),)),
     "bench_schemas.py": (
         "schemas",
         (
@@ -40,7 +40,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
     "bench_help.py": (
         "help",
         ("python", "expediter_help", "llm_help"),
-        (("expediter_help", "llm_help", 0.2),),
+        (("expediter_help", "llm_help", 0.1),),
     ),
     "bench_ledger.py": (
         "ledger",
