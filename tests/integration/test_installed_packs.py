@@ -6,11 +6,7 @@ generated ``*.dist-info`` site directories on ``PYTHONPATH`` (the same metadata,
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import sysconfig
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -18,11 +14,10 @@ import pytest
 from support.events import EVENT_FIELDS
 
 from .conftest import (
-    REPO_ROOT,
     Expediter,
     SiteDir,
-    expediter_command,
     module_source,
+    pip_installed_venv,
     tool_function_source,
 )
 
@@ -91,24 +86,10 @@ class Units(expediter.Toolbox):
 '''
 
 
-def _run(command: list[str], **options: object) -> subprocess.CompletedProcess[str]:
-    completed = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, check=False, **options
-    )
-    assert completed.returncode == 0, (
-        f"$ {' '.join(command)}\n{completed.stdout}\n{completed.stderr}"
-    )
-    return completed
-
-
 @pytest.fixture(scope="module")
 def pip_installed(tmp_path_factory: pytest.TempPathFactory) -> Expediter:
-    """A virtualenv holding expediter (from this checkout) and acme-weather, both pip-installed.
-
-    The venv has no pip of its own: this interpreter's pip installs into it (``--python``),
-    without dependencies; a ``.pth`` file then makes the test environment's site-packages
-    (pluggy, attrs, cattrs, click, tzdata) importable there, after the venv's own.
-    """
+    """A virtualenv holding expediter (from this checkout) and acme-weather, both pip-installed
+    (see ``pip_installed_venv``)."""
     root = tmp_path_factory.mktemp("pip-installed")
     pack = root / "acme-weather"
     (pack / "acme_weather").mkdir(parents=True)
@@ -116,53 +97,8 @@ def pip_installed(tmp_path_factory: pytest.TempPathFactory) -> Expediter:
     (pack / "acme_weather" / "__init__.py").write_text(WEATHER_MODULE, encoding="utf-8")
     (pack / "acme_weather" / "units.py").write_text(UNITS_MODULE, encoding="utf-8")
 
-    venv = root / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    bin_dir = venv / ("Scripts" if sys.platform == "win32" else "bin")
-    python = bin_dir / Path(sys.executable).name
-    if not python.exists():
-        python = bin_dir / ("python.exe" if sys.platform == "win32" else "python")
-
-    # Without hatchling here, pip builds both projects in isolated build environments.
-    no_isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-input",
-            "--disable-pip-version-check",
-            *no_isolation,
-            str(REPO_ROOT),
-            str(pack),
-        ]
-    )
-    # Only now (so pip never saw the outer environment) borrow the dependencies.
-    target = _run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]
-    ).stdout.strip()
-    outer = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
-    Path(target, "_outer_dependencies.pth").write_text("\n".join(sorted(outer)) + "\n")
-
-    installed = _run(
-        [str(python), "-c", "import expediter; print(expediter.__file__)"], cwd=root
-    ).stdout.strip()
-    assert Path(installed).resolve().is_relative_to(venv.resolve()), (
-        f"the venv imports expediter from {installed}, not from its own site-packages"
-    )
-    runner = Expediter(
-        home=root / "home",
-        workdir=root,
-        import_log=root / "imports.log",
-        command=expediter_command(bin_dir),
-        write_bytecode=True,
-    )
-    assert runner.command[0].startswith(str(venv)), runner.command
+    runner = pip_installed_venv(root, pack)
+    assert runner.command[0].startswith(str(root / "venv")), runner.command
     version = runner.ok("--version").stdout
     assert "expediter" in version
     return runner
