@@ -14,6 +14,7 @@ the final event. Its public steps (``begin``, ``prepare``, ``decide``, ``bind``,
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -74,6 +75,21 @@ class Executor:
         self.call_timeout = call_timeout
         #: The model's copy of a result is cut to this many characters.
         self.model_result_chars = model_result_chars
+
+    # Which host hooks are implemented, asked once (the host's plugins are fixed once it is
+    # built): plain attributes after the first call, read several times per call (the turn
+    # budget).
+    @functools.cached_property
+    def _observed(self) -> bool:
+        return self.hooks.has_hook("on_call_event")
+
+    @functools.cached_property
+    def _normalizes(self) -> bool:
+        return self.hooks.has_hook("normalize_result")
+
+    @functools.cached_property
+    def _policies(self) -> bool:
+        return self.hooks.has_hook("tool_call_policy")
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -237,7 +253,7 @@ class Executor:
         assert loaded is not None
         assert action is not None
         preview = loaded.has_hook("preview_decision")
-        policies = self.hooks.has_hook("tool_call_policy")
+        policies = self._policies
         if not (action.require_approval or preview or policies):
             return ALLOW  # nobody to ask: the common case, decided without a call
         context = self.context(step)
@@ -403,7 +419,7 @@ class Executor:
 
     def finish(self, step: Step, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the result, record it, and build the final event."""
-        if exc is None and type(value) in _PLAIN and not self.hooks.has_hook("normalize_result"):
+        if exc is None and type(value) in _PLAIN and not self._normalizes:
             # Nothing to normalize or clean: skips building an Outcome (the turn budget).
             ok, result = True, value
             event = self.event(step, "completed", result=value)
@@ -576,12 +592,13 @@ class Executor:
 
     def emit(self, event: CallEvent) -> CallEvent:
         """Tell the observers about a final (or paused) event, and return it."""
-        self.hooks.notify(event)
+        if self._observed:
+            self.hooks.notify(event)
         return event
 
     def _pending(self, step: Step) -> None:
         """Tell observers a call starts (built only when someone listens)."""
-        if self.hooks.has_hook("on_call_event"):
+        if self._observed:
             self.hooks.notify(self.event(step, "pending"))
 
 

@@ -478,6 +478,8 @@ class LoadedTools:
         self._loaded: OrderedDict[tuple[str, str | None, str | None, str], LoadedTool] = (
             OrderedDict()
         )
+        #: Unconfigured instances by ``(tool, instance id as asked, invoker as asked)``.
+        self._plain: dict[tuple[str, str | None, str | None], LoadedTool] = {}
         #: The instance last loaded for ``(instance id, invoker)``, whatever its configuration.
         self._latest: dict[tuple[str, str | None], LoadedTool] = {}
         self._lock = threading.Lock()
@@ -508,6 +510,27 @@ class LoadedTools:
         ``user_id`` is the invoker; a user-scoped tool gets one instance per invoker, and
         (unless ``owner_id`` says otherwise) the invoker owns it.
         """
+        if not config and owner_id is None:
+            # Unconfigured and owned by the invoker (every installed tool in a turn): one
+            # lookup (the per-call turn budget). Entries are only ever added, like ``_loaded``'s.
+            found = self._plain.get((name, instance_id, user_id))
+            if found is not None:
+                return found
+        loaded = self._load(name, user_id, instance_id, config, owner_id)
+        if not config and owner_id is None:
+            if len(self._plain) >= MAX_LOADED:
+                self._plain.clear()
+            self._plain[(name, instance_id, user_id)] = loaded
+        return loaded
+
+    def _load(
+        self,
+        name: str,
+        user_id: str | None,
+        instance_id: str | None,
+        config: Mapping[str, Any] | None,
+        owner_id: str | None,
+    ) -> LoadedTool:
         instance_id = instance_id or name
         tool_type = self.type(name)
         invoker = user_id if tool_type.user_scoped else None

@@ -105,7 +105,8 @@ def display_copy(value: Any, limit: int = DISPLAY_LIMIT) -> Any:
     ),
     dump={"result": display_copy},
 )
-@attrs.frozen(kw_only=True)
+# Not slotted: a frozen class without slots is built faster, once per call (the turn budget).
+@attrs.frozen(kw_only=True, slots=False)
 class CallEvent:
     """What happened to one call: pending, awaiting approval, denied, completed or error."""
 
