@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 import pytest
+from support.events import LEDGER_FIELDS
 
 from expediter.core.discovery.catalogue import Conflict, PackInfo, PackLocation, ToolInfo
 from expediter.core.ledger.records import LedgerRow, ToolStats
@@ -217,23 +218,7 @@ def test_ledger_record_forms() -> None:
         request={"hidden": True},
     )
     data = row.to_dict()
-    assert list(data)[:15] == [
-        "key",
-        "call_id",
-        "message_id",
-        "run_id",
-        "user_id",
-        "owner_id",
-        "instance_id",
-        "tool",
-        "action",
-        "status",
-        "decision",
-        "error",
-        "attempted_at",
-        "finished_at",
-        "duration_ms",
-    ]
+    assert list(data)[: len(LEDGER_FIELDS)] == list(LEDGER_FIELDS)
     assert "attempt_id" not in data
     assert "request" not in data
     assert data["attempted_at"] == "1970-01-01T00:00:00.000+00:00"
