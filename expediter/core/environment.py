@@ -17,6 +17,8 @@ __all__ = [
     "expediter_home",
     "flag",
     "normalize_name",
+    "private_dir",
+    "private_opener",
     "split_names",
     "split_paths",
 ]
@@ -63,3 +65,44 @@ def expediter_home(environ: Mapping[str, str] | None = None) -> Path:
         return Path.home() / "Library" / "Application Support" / "expediter"
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "expediter"
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) usable by its owner only (0700); folders that
+    already exist keep their mode (they may be the user's own). Returns ``path``.
+
+    The ledger, the spool and the caches hold call records: never world-readable, whatever
+    the umask (DESIGN.md section 6).
+    """
+    missing = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for created in missing:
+        _narrow(created, 0o700)
+    return path
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An ``opener`` for ``open()`` that creates files 0600 (``open(p, "a", opener=...)``)."""
+    fd = os.open(path, flags, 0o600)
+    try:
+        if os.name == "posix" and os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass  # not ours to change (e.g. a file another user made): it stays as it is
+    return fd
+
+
+def _narrow(path: Path, mode: int) -> None:
+    if os.name != "posix":
+        return
+    try:
+        if path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
+    except OSError:
+        pass  # a folder someone else owns keeps its mode

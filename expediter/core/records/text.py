@@ -11,7 +11,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["clean_text", "json_text", "model_copy", "sanitize", "truncate"]
+__all__ = ["ECHO_LIMIT", "clean_text", "echo", "json_text", "model_copy", "sanitize", "truncate"]
+
+#: Characters of a model-supplied value repeated in an error message (a name, an id, a value).
+ECHO_LIMIT = 200
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 # NUL and the other control characters (tab, newline and carriage return are kept).
@@ -32,6 +35,22 @@ def sanitize(value: Any) -> Any:
 def clean_text(text: str) -> str:
     """An error message without NUL or control characters (tab and newlines kept)."""
     return text if text.isprintable() else text.translate(_CONTROL)
+
+
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """A value the model (or a tool) supplied, quoted for an error message: its repr without
+    control characters, cut to about ``limit`` characters saying how many were left out."""
+    if isinstance(value, str):
+        text = value if len(value) <= limit else value[:limit]
+        shown = repr(text)  # repr escapes control characters and lone surrogates
+        if len(value) > limit:
+            shown += f" ... [{len(value) - limit} more characters]"
+        return shown
+    try:
+        shown = repr(value) if type(value) is not int or value.bit_length() < 600 else "an integer"
+    except Exception:
+        shown = f"<{type(value).__name__}>"
+    return truncate(clean_text(shown), limit + 20)
 
 
 def json_text(value: Any) -> str:
