@@ -12,6 +12,7 @@ from expediter.__about__ import __version__
 
 if TYPE_CHECKING:
     from expediter import errors
+    from expediter.core.authoring.schema import Secret
     from expediter.core.authoring.tools import Toolbox, action, tool
     from expediter.core.config import HostConfig
     from expediter.core.discovery.catalogue import PackInfo, ToolInfo
@@ -35,6 +36,7 @@ _EXPORTS = {
     "tool": "expediter.core.authoring.tools",
     "action": "expediter.core.authoring.tools",
     "Toolbox": "expediter.core.authoring.tools",
+    "Secret": "expediter.core.authoring.schema",
     "Action": "expediter.hookspecs.tool",
     "CallContext": "expediter.hookspecs.tool",
     "ConfigField": "expediter.hookspecs.tool",
@@ -62,6 +64,7 @@ __all__ = [
     "HostConfig",
     "NameMap",
     "PackInfo",
+    "Secret",
     "ToolCall",
     "ToolError",
     "ToolInfo",

@@ -10,6 +10,7 @@ __all__ = [
     "ActionNotFound",
     "ApprovalRequired",
     "ArgumentError",
+    "DecisionRefused",
     "EgressBlocked",
     "ExpediterError",
     "LedgerError",
@@ -49,7 +50,11 @@ class ArgumentError(ExpediterError, ToolError):
         """Arguments ``owner`` does not declare, named with the ones it expects."""
         listed = ", ".join(expected) or "none"
         noun = "argument" if len(names) == 1 else "arguments"
-        quoted = ", ".join(repr(name) for name in names)
+        from expediter.core.records.text import echo
+
+        quoted = ", ".join(echo(name, 60) for name in names[:10])
+        if len(names) > 10:
+            quoted += f" and {len(names) - 10} more"
         return cls(f"{owner}: unknown {noun} {quoted} (expected: {listed})", parameter=names[0])
 
 
@@ -67,6 +72,10 @@ class PluginLoadError(ExpediterError):
 
 class ApprovalRequired(ExpediterError):
     """The call needs a human's approval before it may run."""
+
+
+class DecisionRefused(ExpediterError, PermissionError):
+    """The host's ``authorize_decision`` hook refused this approver's decision on a call."""
 
 
 class LedgerError(ExpediterError):

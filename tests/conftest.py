@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.clusters import cluster_or_skip
 
-from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
+from expediter.testing.postgres import PostgresCluster
 
 _databases = itertools.count()
 
@@ -29,13 +29,7 @@ def _isolated_home(expediter_home: Path) -> Path:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PostgresCluster]:
     """A PostgreSQL server for the whole session (skipped, loudly, when not installed)."""
-    try:
-        cluster = PostgresCluster.create()
-    except PostgresUnavailable as exc:
-        if os.environ.get("EXPEDITER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"EXPEDITER_REQUIRE_POSTGRES=1 but {exc}")
-        warnings.warn(f"PostgreSQL ledger tests skipped: {exc}", stacklevel=1)
-        pytest.skip(f"PostgreSQL is not installed: {exc}")
+    cluster = cluster_or_skip()
     try:
         yield cluster
     finally:

@@ -82,7 +82,9 @@ def test_warm_help_lists_pack_commands_importing_no_pack_and_no_configuration(
     assert "expediter.core.config" not in modules
 
 
-@pytest.mark.parametrize("name", ["tool", "Toolbox", "action", "Host", "Action", "ToolError"])
+@pytest.mark.parametrize(
+    "name", ["tool", "Toolbox", "action", "Host", "Action", "ToolError", "Secret"]
+)
 def test_public_names_resolve_lazily(name: str) -> None:
     import expediter
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 import click
 
 from expediter.__about__ import __version__
+from expediter.cli.output import escape, unescape
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,12 +56,13 @@ class _Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         if record.exc_info and record.levelno < logging.ERROR and self.verbose < 1:
             record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
-        return super().format(record)
+        # A traceback quotes the exception's message, which a tool may have written.
+        return escape(super().format(record), keep_newlines=True)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         # A message quoting a driver's error may span lines ("...refused\n\tIs the server
         # running..."): keep it on one.
-        return " ".join(super().formatMessage(record).split())
+        return escape(" ".join(super().formatMessage(record).split()))
 
 
 class _CliHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -135,7 +137,7 @@ def error_line(exc: BaseException, home: Path | None = None) -> str:
             )
     else:
         text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+    return escape(" ".join(text.split()))
 
 
 def _inside(path: str, home: Path) -> bool:
@@ -191,7 +193,15 @@ class CliState:
     def call_key(self, text: str) -> str | None:
         """The ledger key ``text`` names: itself when it is a key, else the one key it begins
         (a key shortened by ``ledger ls``, its "…" included), else None. A prefix that begins
-        several keys is a usage error listing them."""
+        several keys is a usage error listing them. A key as the tables print it, its control
+        characters escaped (``\\x1b``, ``\\u202e``), names the key itself."""
+        for candidate in dict.fromkeys((text, unescape(text))):
+            found = self._call_key(candidate)
+            if found is not None:
+                return found
+        return None
+
+    def _call_key(self, text: str) -> str | None:
         ledger = self.ledger()
         if ledger.get(text) is not None:
             return text
@@ -200,7 +210,7 @@ class CliState:
             return None
         found = ledger.keys_with_prefix(prefix, limit=_KEYS_LISTED + 1)
         if len(found) > 1:
-            listed = ", ".join(found[:_KEYS_LISTED])
+            listed = escape(", ".join(found[:_KEYS_LISTED]))
             more = ", ..." if len(found) > _KEYS_LISTED else ""
             raise click.UsageError(
                 f"{text!r} begins several keys ({listed}{more}); give more of the key"
@@ -388,7 +398,9 @@ class _PackCommand(click.Command):
         ref = PackRef(info.name, info.version, info.source, info.location)
         loaded = load_pack(ref, describe=False)
         if loaded.info.error is not None:
-            raise click.ClickException(f"pack {self.pack!r} failed to load: {loaded.info.error}")
+            raise click.ClickException(
+                f"pack {self.pack!r} failed to load: {escape(loaded.info.error)}"
+            )
         try:
             command = pack_commands(loaded).get(self.name or "")
         except Exception as exc:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from expediter.cli.app import CliState, pass_state
-from expediter.cli.output import echo_json
+from expediter.cli.output import dump_json, echo_json, escape
 
 __all__ = ["USAGE_ERRORS", "call", "exit_code", "print_outcome"]
 
@@ -65,7 +65,9 @@ def print_outcome(event: Any, *, err: bool = True) -> None:
     if event.ok:
         result = event.result
         click.echo(
-            result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
+            escape(result, keep_newlines=True)
+            if isinstance(result, str)
+            else dump_json(result, indent=2)
         )
     else:
-        click.echo(f"error ({event.error_type}): {event.error}", err=err)
+        click.echo(escape(f"error ({event.error_type}): {event.error}"), err=err)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from expediter.cli.app import CliState, pass_state
-from expediter.cli.output import echo_json, echo_table, shorten
+from expediter.cli.app import CliState, error_line, pass_state
+from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
 from expediter.core.records.statuses import LEDGER_STATUSES
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def _since(value: str | None) -> float | None:
 
 @click.group()
 def ledger() -> None:
-    """Read the record of every tool call, sweep abandoned calls, replay the outage spool."""
+    """Read the record of every tool call, sweep abandoned calls, replay the outage spool,
+    and handle the spooled writes the database refused (dead letters)."""
 
 
 @ledger.command("ls")
@@ -78,7 +79,7 @@ def print_rows(rows: Iterable[Any]) -> None:
         ["KEY", "STATUS", "TOOL", "ACTION", "USER", "ATTEMPTED", "MS", "ERROR"],
         [
             [
-                shorten(row.key, 44),
+                shorten(row.key, 44, collapse=False),
                 row.status + (" (late)" if row.late else ""),
                 row.tool or "-",
                 row.action or "-",
@@ -97,7 +98,8 @@ def print_rows(rows: Iterable[Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def show_call(state: CliState, key: str, as_json: bool) -> None:
-    """Show one recorded call, arguments and result included.
+    """Show one recorded call, arguments and result included, and the keys of its duplicate
+    executions (the same call run again while the database was unreachable).
 
     KEY is the call's ledger key, or any unique beginning of it (as `ledger ls` shows it).
     """
@@ -107,12 +109,16 @@ def show_call(state: CliState, key: str, as_json: bool) -> None:
     if row is None:
         raise click.UsageError(f"the ledger has no call {key!r}")
     data = row.to_dict()
+    data["duplicates"] = ledger.duplicates(row.key)
     if as_json:
         echo_json(data)
         return
     for name, value in data.items():
-        text = value if isinstance(value, str) or value is None else json.dumps(value)
-        click.echo(f"{name:>16}: {'-' if text is None else text}")
+        if name == "duplicates":
+            text = ", ".join(value) or None
+        else:
+            text = value if isinstance(value, str) or value is None else json.dumps(value)
+        click.echo(f"{name:>16}: {'-' if text is None else escape(text)}")
 
 
 @ledger.command("stats")
@@ -120,8 +126,11 @@ def show_call(state: CliState, key: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def stats(state: CliState, since: str | None, as_json: bool) -> None:
-    """Calls, failures and p50/p95 duration per tool."""
-    found = _open(state).stats(since=_since(since))
+    """Calls, failures and p50/p95 duration per tool (and on standard error, how many
+    spooled writes the database refused, when there are any)."""
+    ledger = _open(state)
+    found = ledger.stats(since=_since(since))
+    _warn_deadletters(ledger)
     if as_json:
         echo_json([item.to_dict() for item in found])
         return
@@ -144,17 +153,92 @@ def sweep(state: CliState, as_json: bool) -> None:
     if as_json:
         echo_json(keys)
         return
-    click.echo(f"abandoned {len(keys)} call(s)" + (": " + ", ".join(keys) if keys else ""))
+    listed = ": " + escape(", ".join(keys)) if keys else ""
+    click.echo(f"abandoned {len(keys)} call(s){listed}")
 
 
 @ledger.command("replay")
 @pass_state
 def replay(state: CliState) -> None:
-    """Write the calls recorded in the outage spool to the database, in order."""
+    """Write the calls recorded in the outage spool to the database, in order.
+
+    A write the database refuses for good is set aside as a dead letter (see `ledger
+    deadletters`) and the replay goes on.
+    """
+    from expediter.errors import LedgerError
+
     led = _open(state)
-    done = led.replay()
+    try:
+        done = led.replay()
+    except LedgerError:
+        raise
+    except Exception as exc:  # never a traceback: one line saying what failed
+        raise click.ClickException(
+            f"replaying {led.spool.path} failed: {error_line(exc, state.config.home)}"
+        ) from exc
     left = " (some remain: the database stopped answering)" if led.spool.pending() else ""
     click.echo(f"replayed {done} write(s) from {led.spool.path}{left}")
+    _warn_deadletters(led)
+
+
+def _warn_deadletters(ledger: Ledger) -> None:
+    """Say on standard error how many spooled writes are set aside, if any."""
+    count = len(ledger.deadletters())
+    if count:
+        warn(
+            f"{count} spooled ledger write(s) the database refused are set aside in "
+            f"{ledger.spool.deadletter_path}: see `expediter ledger deadletters`"
+        )
+
+
+@ledger.group("deadletters", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+@click.pass_context
+def deadletters(ctx: click.Context, state: CliState, as_json: bool) -> None:
+    """List the spooled writes the database refused for good (dead letters), oldest first.
+
+    `deadletters retry ID` applies one again, `deadletters drop ID` deletes it. Listing
+    needs no database.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    letters = state.ledger().deadletters()
+    if as_json:
+        echo_json([letter.to_dict() for letter in letters])
+        return
+    echo_table(
+        ["ID", "SET ASIDE", "OPERATION", "KEY", "ERROR"],
+        [
+            [
+                letter.id,
+                (letter.to_dict()["set_aside_at"] or "")[:19],
+                letter.operation,
+                shorten(letter.key or "-", 44),
+                shorten(letter.error, 60),
+            ]
+            for letter in letters
+        ],
+    )
+
+
+@deadletters.command("retry")
+@click.argument("letter_id", metavar="ID")
+@pass_state
+def retry_deadletter(state: CliState, letter_id: str) -> None:
+    """Apply a dead letter again; it is removed once the database takes it (exit 1 with the
+    database's answer when it refuses it again)."""
+    _open(state).retry_deadletter(letter_id)
+    click.echo(f"dead letter {escape(letter_id)} applied and removed")
+
+
+@deadletters.command("drop")
+@click.argument("letter_id", metavar="ID")
+@pass_state
+def drop_deadletter(state: CliState, letter_id: str) -> None:
+    """Delete a dead letter: its write is given up."""
+    state.ledger().drop_deadletter(letter_id)
+    click.echo(f"dead letter {escape(letter_id)} dropped")
 
 
 @click.group()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from expediter.cli.app import CliState, pass_state
-from expediter.cli.output import echo_json, echo_table, shorten, warn
+from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
 
 if TYPE_CHECKING:
     from expediter.core.host import Host
@@ -22,6 +22,8 @@ def _warn_problems(state: CliState) -> None:
     for pack in host.packs:
         if pack.error:
             warn(f"pack {pack.name!r} failed to load: {shorten(pack.error, 200)}")
+        elif (problem := _open_to_everyone(pack)) is not None:
+            warn(f"pack {pack.name!r}: {problem}")
     for conflict in host.conflicts:
         warn(conflict.message)
 
@@ -30,17 +32,24 @@ def _warn_problems(state: CliState) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def plugins(state: CliState, as_json: bool) -> None:
-    """List tool packs: version, source, hooks, tools and load errors.
+    """List tool packs: version, source, hooks, tools and load errors (or a warning: a tools
+    module every user may change).
 
     Runs even with EXPEDITER_STRICT_PLUGINS set, so a broken pack can be diagnosed (and then
-    exits 1 if there are load errors or conflicts).
+    exits 1 if there are load errors, conflicts or such warnings).
     """
     host = state.host(strict=False)
     _print_packs(host, as_json)
     from expediter.core.host import strict_message
 
-    if state.config.strict_plugins and host.errors:
-        raise click.ClickException(strict_message(host.errors))
+    # What strict mode refuses to import is a load error there (a module anyone may change).
+    problems = host.errors + [
+        f"pack {pack.name!r}: {problem}"
+        for pack in host.packs
+        if not pack.error and (problem := _open_to_everyone(pack)) is not None
+    ]
+    if state.config.strict_plugins and problems:
+        raise click.ClickException(strict_message(escape(problem) for problem in problems))
 
 
 def _print_packs(host: Host, as_json: bool) -> None:
@@ -50,6 +59,7 @@ def _print_packs(host: Host, as_json: bool) -> None:
         rows = []
         for pack in packs:
             row = pack.to_dict()
+            row["warning"] = None if pack.error else _open_to_everyone(pack)
             row["conflicts"] = [
                 conflicts[name].message
                 for name in conflicts
@@ -67,13 +77,34 @@ def _print_packs(host: Host, as_json: bool) -> None:
                 pack.source,
                 ", ".join(pack.tools) or "-",
                 ", ".join(pack.hooks) or "-",
-                shorten(pack.error, 60) if pack.error else "",
+                _problem_text(pack),
             ]
             for pack in packs
         ],
     )
+    for pack in packs:
+        if not pack.error and (problem := _open_to_everyone(pack)) is not None:
+            warn(f"pack {pack.name!r}: {problem}")
     for conflict in host.conflicts:
         warn(conflict.message)
+
+
+def _open_to_everyone(pack: Any) -> str | None:
+    """Why every user may change a tools-directory or built-in pack's code (its modes as they
+    are now), or None. Strict mode refuses to import such a pack; it is otherwise a warning."""
+    if pack.source not in ("directory", "built-in") or not pack.location.path:
+        return None
+    from expediter.core.discovery.manifest import open_to_everyone
+
+    return open_to_everyone(pack.location.path)
+
+
+def _problem_text(pack: Any) -> str:
+    """The ERROR cell of ``plugins``: the pack's load error, else its warning."""
+    if pack.error:
+        return shorten(pack.error, 60)
+    problem = _open_to_everyone(pack)
+    return shorten(f"warning: {problem}", 60) if problem else ""
 
 
 @click.group()
@@ -139,7 +170,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
     try:
         info = state.host().tool_info(tool)
     except ToolNotFound as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(escape(str(exc))) from exc
     if as_json:
         echo_json(info.to_dict())
         return
@@ -147,12 +178,14 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
         flag for flag, on in (("internal", info.internal), ("user-scoped", info.user_scoped)) if on
     ]
     click.echo(
-        f"{info.name}  (pack {info.pack} {info.version or ''}, {info.source}"
-        + (", " + ", ".join(flags) if flags else "")
-        + ")"
+        escape(
+            f"{info.name}  (pack {info.pack} {info.version or ''}, {info.source}"
+            + (", " + ", ".join(flags) if flags else "")
+            + ")"
+        )
     )
     if info.description:
-        click.echo(f"  {info.description}")
+        click.echo(f"  {escape(info.description)}")
     for action in info.actions:
         click.echo("")
         marks = [
@@ -164,7 +197,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             if on
         ]
         suffix = f"  [{', '.join(marks)}]" if marks else ""
-        click.echo(f"  {action.name}{suffix}: {action.description}")
+        click.echo(escape(f"  {action.name}{suffix}: {action.description}"))
         properties = action.parameters.get("properties", {})
         required = set(action.parameters.get("required", []))
         for name, schema in properties.items():
@@ -172,7 +205,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             if "default" in schema:
                 need += f", default {json.dumps(schema['default'])}"
             text = schema.get("description", "")
-            click.echo(f"    {name}: {_type_text(schema)} ({need})  {text}".rstrip())
+            click.echo(escape(f"    {name}: {_type_text(schema)} ({need})  {text}".rstrip()))
         if not properties:
             click.echo("    (no parameters)")
     click.echo("")
@@ -182,7 +215,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             bits = [field.type, "required" if field.required else "optional"]
             if field.secret:
                 bits.append("secret")
-            click.echo(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip())
+            click.echo(escape(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip()))
     else:
         click.echo("  config: none")
 

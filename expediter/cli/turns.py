@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -10,7 +11,14 @@ from typing import Any
 import click
 
 from expediter.cli.app import CliState, pass_state
-from expediter.cli.output import echo_json, echo_table, event_text, shorten, warn
+from expediter.cli.output import (
+    echo_json,
+    echo_json_line,
+    echo_table,
+    event_text,
+    shorten,
+    warn,
+)
 from expediter.cli.tools import PROVIDER_NAMES
 
 __all__ = [
@@ -37,22 +45,33 @@ def run_exit_code(statuses: Iterable[str]) -> int:
 
 
 def read_response(path: str) -> dict[str, Any]:
-    """Load a response saved as JSON from a file, or from standard input for ``-``."""
+    """Load a response saved as JSON from a file, or from standard input for ``-``; anything
+    that is not one JSON object (unreadable, binary, nested too deeply) is a usage error."""
     try:
         if path == "-":
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         else:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            with open(path, "rb") as handle:
+                data = handle.read()
     except OSError as exc:
-        raise click.UsageError(f"cannot read {path}: {exc.strerror}") from exc
+        raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(text)
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(
+            f"{path} is not JSON: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
+        ) from exc
+    try:
+        response = json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"{path} is not JSON: {exc}") from exc
-    if not isinstance(data, dict):
+    except RecursionError as exc:
+        raise click.UsageError(f"{path} is nested too deeply to read") from exc
+    except ValueError as exc:  # an integer longer than Python reads
+        raise click.UsageError(f"{path} holds a number too long to read") from exc
+    if not isinstance(response, dict):
         raise click.UsageError(f"{path} must hold a JSON object (the provider's response)")
-    return data
+    return response
 
 
 def _hint_other_provider(provider: str, response: dict[str, Any], calls: Sequence[Any]) -> None:
@@ -123,7 +142,7 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
     """What ``run``, ``approve`` and ``deny`` print: one JSON event per line, or a table."""
     if as_json:
         for event in events:
-            click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+            echo_json_line(event.to_dict())
         return
     echo_table(
         ["STATUS", "CALL ID", "NAME", "TOOL", "ACTION", "MS", "RESULT / ERROR"],
@@ -248,12 +267,29 @@ def print_approvals(items: Sequence[dict[str, Any]]) -> None:
     )
 
 
-def _decide(state: CliState, key: str, approved: bool, reason: str | None, as_json: bool) -> None:
+def _approver(name: str | None) -> str:
+    """Who decides: ``--as NAME`` as the host gives it, else the OS user as ``os:<name>``."""
+    if name:
+        return name
     import getpass
 
+    try:
+        return f"os:{getpass.getuser()}"
+    except Exception:  # no user name in this environment (e.g. a container without passwd)
+        return f"os:uid-{os.getuid()}" if hasattr(os, "getuid") else "os:unknown"
+
+
+def _decide(
+    state: CliState,
+    key: str,
+    approved: bool,
+    reason: str | None,
+    as_json: bool,
+    approver: str | None,
+) -> None:
     host = state.host()
     key = state.call_key(key) or key  # an unknown key: resume says the ledger has no such call
-    event = host.resume(key, approved, approver=getpass.getuser(), reason=reason)
+    event = host.resume(key, approved, approver=_approver(approver), reason=reason)
     if as_json:
         echo_json(event.to_dict())
     else:
@@ -264,25 +300,43 @@ def _decide(state: CliState, key: str, approved: bool, reason: str | None, as_js
 @click.command()
 @click.argument("key")
 @click.option("--reason", default=None, help="Why (recorded with the decision).")
+@click.option(
+    "--as",
+    "approver",
+    metavar="NAME",
+    default=None,
+    help="Who approves, as recorded (default: the OS user, as os:<name>).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the call's final event as JSON.")
 @pass_state
-def approve(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
+def approve(
+    state: CliState, key: str, reason: str | None, approver: str | None, as_json: bool
+) -> None:
     """Approve a waiting call and run it now (from any machine sharing the ledger).
 
     KEY is the call's ledger key, or any unique beginning of it (as `ledger ls` shows it).
     """
-    _decide(state, key, True, reason, as_json)
+    _decide(state, key, True, reason, as_json, approver)
 
 
 @click.command()
 @click.argument("key")
 @click.option("--reason", default=None, help="Why (the model is told).")
+@click.option(
+    "--as",
+    "approver",
+    metavar="NAME",
+    default=None,
+    help="Who denies, as recorded, never told to the model (default: os:<OS user>).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the denied event as JSON.")
 @pass_state
-def deny(state: CliState, key: str, reason: str | None, as_json: bool) -> None:
+def deny(
+    state: CliState, key: str, reason: str | None, approver: str | None, as_json: bool
+) -> None:
     """Deny a waiting call; the model is told it was denied and why.
 
     KEY is the call's ledger key, or any unique beginning of it. The call's tool need not be
     loadable here: a denial runs nothing.
     """
-    _decide(state, key, False, reason, as_json)
+    _decide(state, key, False, reason, as_json, approver)

@@ -22,6 +22,7 @@ from expediter.core.environment import (
     split_names,
     split_paths,
 )
+from expediter.core.records.redaction import mask_url
 
 __all__ = [
     "BUILTIN_DIR",
@@ -98,12 +99,17 @@ def _path_tuple(value: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
     return tuple(Path(path).expanduser().resolve() for path in value)
 
 
+def _masked_url(url: str | None) -> str:
+    return repr(url if url is None else mask_url(url))
+
+
 @attrs.frozen(kw_only=True)
 class HostConfig:
     """Everything a host reads from its environment, read once (``HostConfig.from_env()``)."""
 
-    #: ``EXPEDITER_DATABASE_URL``: the ledger (None: an SQLite file in ``home``).
-    database_url: str | None = None
+    #: ``EXPEDITER_DATABASE_URL``: the ledger (None: an SQLite file in ``home``). Its repr
+    #: hides the password.
+    database_url: str | None = attrs.field(default=None, repr=_masked_url)
     #: ``EXPEDITER_HOME``: the data directory (ledger file, spool, manifest cache).
     home: Path = attrs.field(factory=expediter_home, converter=Path)
     #: ``EXPEDITER_TOOLS_PATH``: directories of tool modules, each module one tool.

@@ -15,6 +15,7 @@ TOOL_HOOKS = ("get_actions_metadata", "execute_action", "preview_decision", "con
 HOST_HOOKS = (
     "register_tools",
     "tool_call_policy",
+    "authorize_decision",
     "on_call_event",
     "normalize_result",
     "resolve_secret",

@@ -45,6 +45,11 @@ def on_call_event(event: Any) -> None:
     """Observe a call event (metrics, logs, sinks); an exception here is logged and ignored."""
 
 
+@hookspec
+def authorize_decision(key: str, call: Any, approver: str | None, approved: bool) -> bool | None:
+    """May ``approver`` approve (or deny) the paused call ``key``? Any False refuses."""
+
+
 @hookspec(firstresult=True)
 def normalize_result(tool: str, action: str, result: Any) -> ToolResult | None:
     """Map a tool's in-band status to a ToolResult, or return None to leave the result as is."""

@@ -7,6 +7,7 @@ implement them from typed Python functions.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from expediter.core.records.convert import json_form, structure, unstructure
+from expediter.core.records.redaction import write_only_names
 from expediter.hookspecs import hookspec
 
 __all__ = [
@@ -62,6 +64,13 @@ class Action:
     fixed: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
     require_approval: bool = False
     active: bool = True
+
+    @functools.cached_property
+    def secret_parameters(self) -> frozenset[str]:
+        """Names whose values are hidden in events, the ledger and errors: the properties
+        ``parameters`` marks ``"writeOnly": true`` (``Annotated[T, expediter.Secret]``), top
+        level or nested. Computed once per action; not part of its JSON form."""
+        return write_only_names(self.parameters)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form of this action."""

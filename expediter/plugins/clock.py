@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import expediter
+from expediter.core.records.text import echo
+
+#: What an IANA zone name looks like ("UTC", "America/New_York", "Etc/GMT+5"): no dots, so
+#: no file beside the zones ("zone.tab") and no way out of the zone database ("../").
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*")
+#: Longer than any zone name ("America/Argentina/ComodRivadavia" has 32 characters).
+_ZONE_CHARS = 64
 
 
 def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise expediter.ToolError(
-            f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris', "
-            "'America/New_York' or 'UTC'"
-        ) from exc
+    key = name.strip()
+    if len(key) <= _ZONE_CHARS and _ZONE_NAME.fullmatch(key):
+        try:
+            return ZoneInfo(key)
+        except Exception:
+            # Not found, a folder of zones ("America"), a file that is no zone, a name too
+            # long for the file system: each error names the zone database's path, which
+            # the model must not see. All mean the same to it.
+            pass
+    raise expediter.ToolError(
+        f"unknown time zone {echo(name, _ZONE_CHARS)}; use an IANA name such as "
+        "'Europe/Paris', 'America/New_York' or 'UTC'"
+    ) from None
 
 
 def _describe(moment: dt.datetime) -> dict[str, str]:

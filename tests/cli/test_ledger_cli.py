@@ -400,6 +400,222 @@ def test_ledger_replay_writes_the_spooled_calls_in_order(
     assert expediter("ledger", "replay")[1] == f"replayed 0 write(s) from {spool.path}\n"
 
 
+def spooled_finish(key: str, expected: str = "proposed") -> dict[str, Any]:
+    """A spooled ``finish`` of ``key`` (one that asks for an impossible move when ``expected``
+    is a final status: the ledger refuses it for good)."""
+    return {
+        "key": key,
+        "user_id": "ann",
+        "attempt_id": "a1",
+        "expected": expected,
+        "status": "executed",
+        "result": '"done"',
+        "error": None,
+        "finished_at": time.time(),
+        "duration_ms": 1.0,
+    }
+
+
+def test_ledger_replay_sets_a_refused_write_aside_without_a_traceback(
+    expediter: Callable[..., tuple[int, str, str]], database: str | None, expediter_home: Path
+) -> None:
+    upgrade(Database.parse(url_of(database, expediter_home)))
+    spool = Ledger(database, home=expediter_home).spool
+    spool.append("finish", spooled_finish("run:refused", expected="confirmed"))
+    spool.append("confirm", {"message_id": "m1", "now": time.time()})
+
+    code, out, err = expediter("ledger", "replay")
+    assert code == 0, err
+    assert out == f"replayed 1 write(s) from {spool.path}\n"
+    assert "Traceback" not in err
+    assert err == (
+        "warning: 1 spooled ledger write(s) the database refused are set aside in "
+        f"{spool.deadletter_path}: see `expediter ledger deadletters`\n"
+    )
+    assert not spool.pending()
+
+    code, out, err = expediter("ledger", "stats", "--json")
+    assert (code, json.loads(out)) == (0, [])
+    assert "1 spooled ledger write(s)" in err
+
+
+def test_ledger_deadletters_lists_retries_and_drops_them(
+    expediter: Callable[..., tuple[int, str, str]], database: str | None, expediter_home: Path
+) -> None:
+    url = url_of(database, expediter_home)
+    upgrade(Database.parse(url))
+    assert expediter("ledger", "deadletters", "--json")[:2] == (0, "[]\n")
+    spool = Ledger(database, home=expediter_home).spool
+    now = time.time()
+    row: dict[str, Any] = dict.fromkeys(c for c in COLUMNS if c not in ("late", "duplicate_of"))
+    row.update(
+        key="run:held",
+        call_id="held",
+        user_id="ann",
+        status="proposed",
+        attempted_at=now,
+        updated_at=now,
+        attempt_id="a1",
+    )
+    spool.append("finish", spooled_finish("run:held", expected="denied"))
+    spool.append("insert", {**row, "key": "run:bogus", "status": "bogus"})
+    spool.append("insert", row)
+    assert expediter("ledger", "replay")[0] == 0
+
+    code, out, err = expediter("ledger", "deadletters", "--json")
+    assert code == 0, err
+    letters = json.loads(out)
+    assert [(item["operation"], item["key"]) for item in letters] == [
+        ("finish", "run:held"),
+        ("insert", "run:bogus"),
+    ]
+    for item in letters:
+        assert set(item) >= {"id", "operation", "key", "error", "set_aside_at", "params"}
+        assert item["set_aside_at"].endswith("+00:00")
+    assert "denied -> executed" in letters[0]["error"]
+
+    code, table, _ = expediter("ledger", "deadletters")
+    assert code == 0
+    header, *lines = table.splitlines()
+    assert header.split() == ["ID", "SET", "ASIDE", "OPERATION", "KEY", "ERROR"]
+    assert [line.split()[0] for line in lines] == [item["id"] for item in letters]
+
+    finish, insert = (item["id"] for item in letters)
+    code, _, err = expediter("ledger", "deadletters", "retry", insert)
+    assert code == 1
+    assert f"the database refused dead letter {insert} again" in err
+    assert "Traceback" not in err
+    code, out, _ = expediter("ledger", "deadletters", "drop", insert)
+    assert (code, out) == (0, f"dead letter {insert} dropped\n")
+
+    code, _, err = expediter("ledger", "deadletters", "retry", finish)
+    assert code == 1
+    assert "denied -> executed" in err
+    assert [item["id"] for item in json.loads(expediter("ledger", "deadletters", "--json")[1])] == [
+        finish
+    ]
+
+    assert expediter("ledger", "deadletters", "drop", finish)[0] == 0
+    assert [row["key"] for row in ls(expediter)] == ["run:held"]
+    assert expediter("ledger", "deadletters", "--json")[1] == "[]\n"
+    for command in ("retry", "drop"):
+        code, _, err = expediter("ledger", "deadletters", command, "nope")
+        assert code == 1
+        assert "no dead letter 'nope'" in err
+
+
+_SQLITE_TRIGGER = (
+    "CREATE TRIGGER refuse_forbidden BEFORE INSERT ON tool_call_attempts "
+    "WHEN NEW.tool = 'forbidden' BEGIN SELECT RAISE(ABORT, 'the forbidden tool is refused'); END"
+)
+_PG_TRIGGER = (
+    "CREATE FUNCTION refuse_forbidden() RETURNS trigger AS $$ BEGIN "
+    "IF NEW.tool = 'forbidden' THEN RAISE EXCEPTION 'the forbidden tool is refused'; END IF; "
+    "RETURN NEW; END $$ LANGUAGE plpgsql",
+    "CREATE TRIGGER refuse_forbidden BEFORE INSERT ON tool_call_attempts "
+    "FOR EACH ROW EXECUTE FUNCTION refuse_forbidden()",
+)
+
+
+def test_a_dead_letter_retried_once_the_database_takes_it_is_removed(
+    expediter: Callable[..., tuple[int, str, str]], database: str | None, expediter_home: Path
+) -> None:
+    url = url_of(database, expediter_home)
+    upgrade(Database.parse(url))
+    connection = Database.parse(url).connect()
+    for sql in (_SQLITE_TRIGGER,) if url.startswith("sqlite") else _PG_TRIGGER:
+        connection.execute(sql)
+    now = time.time()
+    row: dict[str, Any] = dict.fromkeys(c for c in COLUMNS if c not in ("late", "duplicate_of"))
+    row.update(
+        key="run:forbidden",
+        call_id="forbidden",
+        tool="forbidden",
+        status="proposed",
+        attempted_at=now,
+        updated_at=now,
+        attempt_id="a1",
+    )
+    spool = Ledger(database, home=expediter_home).spool
+    spool.append("insert", row)
+    assert expediter("ledger", "replay")[0] == 0
+    [letter] = json.loads(expediter("ledger", "deadletters", "--json")[1])
+    assert "the forbidden tool is refused" in letter["error"]
+
+    code, _, err = expediter("ledger", "deadletters", "retry", letter["id"])
+    assert code == 1
+    assert "the forbidden tool is refused" in err
+    connection.execute(
+        "DROP TRIGGER refuse_forbidden"
+        + ("" if url.startswith("sqlite") else " ON tool_call_attempts")
+    )
+    connection.close()
+    code, out, err = expediter("ledger", "deadletters", "retry", letter["id"])
+    assert (code, out) == (0, f"dead letter {letter['id']} applied and removed\n"), err
+    assert expediter("ledger", "deadletters", "--json")[1] == "[]\n"
+    assert [row["key"] for row in ls(expediter)] == ["run:forbidden"]
+
+
+def test_ledger_show_lists_a_calls_duplicate_executions(
+    expediter: Callable[..., tuple[int, str, str]], database: str | None, expediter_home: Path
+) -> None:
+    url = url_of(database, expediter_home)
+    upgrade(Database.parse(url))
+    repository = repository_for(url)
+    put(repository, "run:twice", attempt_id="a1")
+    now = time.time()
+    duplicate: dict[str, Any] = dict.fromkeys(COLUMNS)
+    duplicate.update(
+        key="run:twice#dup-1",
+        call_id="twice",
+        status="executed",
+        attempted_at=now + 1,
+        updated_at=now + 1,
+        attempt_id="a2",
+        duplicate_of="run:twice",
+    )
+    assert repository.insert_duplicate(duplicate)
+    repository.connection.close()
+
+    code, out, _ = expediter("ledger", "show", "run:twice", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= DOCUMENTED
+    assert (data["duplicates"], data["duplicate_of"]) == (["run:twice#dup-1"], None)
+    code, text, _ = expediter("ledger", "show", "run:twice")
+    fields = dict(line.strip().split(": ", 1) for line in text.splitlines())
+    assert fields["duplicates"] == "run:twice#dup-1"
+
+    data = json.loads(expediter("ledger", "show", "run:twice#dup-1", "--json")[1])
+    assert (data["duplicates"], data["duplicate_of"]) == ([], "run:twice")
+    fields = dict(
+        line.strip().split(": ", 1)
+        for line in expediter("ledger", "show", "run:twice#dup-1")[1].splitlines()
+    )
+    assert (fields["duplicates"], fields["duplicate_of"]) == ("-", "run:twice")
+
+
+@pytest.mark.parametrize("hostile", ["run:\x00", "run:\udcff", "run:a\ud800b"])
+def test_ledger_show_of_a_key_no_database_can_hold_answers_normally(
+    expediter: Callable[..., tuple[int, str, str]],
+    database: str | None,
+    expediter_home: Path,
+    hostile: str,
+) -> None:
+    upgrade(Database.parse(url_of(database, expediter_home)))
+    code, _, err = expediter("ledger", "show", hostile)
+    assert code == 2
+    assert "the ledger has no call" in err
+    ledger = Ledger(database, home=expediter_home)
+    try:
+        ledger.finish(ledger.begin(key=hostile, call_id="c", user_id=None), ok=True, result=1)
+    finally:
+        ledger.close()
+    code, out, err = expediter("ledger", "show", hostile, "--json")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "executed"
+
+
 # -- db upgrade, db current -------------------------------------------------------------------
 
 
@@ -479,12 +695,15 @@ def test_db_current_of_an_unreachable_database_exits_one(pg_cluster: PostgresClu
 
 
 HELP = [
-    (["ledger"], ["ls", "show", "stats", "sweep", "replay"]),
+    (["ledger"], ["ls", "show", "stats", "sweep", "replay", "deadletters"]),
     (["ledger", "ls"], ["--status", "--user", "--tool", "--since", "--limit", "--json"]),
     (["ledger", "show"], ["KEY", "--json"]),
     (["ledger", "stats"], ["--since", "--json"]),
     (["ledger", "sweep"], ["--json"]),
-    (["ledger", "replay"], ["spool"]),
+    (["ledger", "replay"], ["spool", "dead letter"]),
+    (["ledger", "deadletters"], ["--json", "retry", "drop"]),
+    (["ledger", "deadletters", "retry"], ["ID"]),
+    (["ledger", "deadletters", "drop"], ["ID"]),
     (["db"], ["upgrade", "current"]),
     (["db", "upgrade"], ["migrations"]),
     (["db", "current"], ["revision"]),

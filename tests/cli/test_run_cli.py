@@ -301,8 +301,17 @@ def test_approve_runs_the_waiting_call_and_records_the_approver(
         {"refunded": "A1"},
     )
     approved = row(ledger, "m1:c2")
-    assert (approved.status, approved.decided_by) == ("executed", getpass.getuser())
+    assert (approved.status, approved.decided_by) == ("executed", f"os:{getpass.getuser()}")
     assert json.loads(invoke("approvals", "ls", "--json")[1]) == []
+
+
+def test_approve_as_records_the_approver_the_host_names(
+    tools_dir: Path, response_file: Path, ledger: Ledger
+) -> None:
+    run_json(tools_dir, response_file, "--message-id", "m1")
+    code, _, err = invoke("approve", "m1:c2", "--as", "ann@example.com", tools_dir=tools_dir)
+    assert code == 0, err
+    assert row(ledger, "m1:c2").decided_by == "ann@example.com"
 
 
 def test_deny_records_the_reason_and_tells_the_model(
@@ -316,7 +325,8 @@ def test_deny_records_the_reason_and_tells_the_model(
     assert (event["status"], event["key"]) == ("denied", "m1:c2")
     assert "no ticket" in event["error"]
     denied = row(ledger, "m1:c2")
-    assert (denied.status, denied.decided_by) == ("denied", getpass.getuser())
+    assert (denied.status, denied.decided_by) == ("denied", f"os:{getpass.getuser()}")
+    assert getpass.getuser() not in event["error"]  # the model hears why, never who
     assert "no ticket" in (denied.error or "")
     assert not (tools_dir / "refunds.log").exists()
 

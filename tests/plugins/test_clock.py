@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from expediter.core.records.text import echo
 from expediter.plugins import clock
 from expediter.testing import ToolContract
 
@@ -83,3 +84,40 @@ def test_unreadable_times_are_tool_errors(call_tool) -> None:
     )
     assert event.error_type == "ToolError"
     assert "cannot read the time 'teatime'" in (event.error or "")
+
+
+@pytest.mark.parametrize(
+    "zone",
+    [
+        "America",  # a folder of zones: IsADirectoryError naming the install path
+        "x" * 300,  # too long for a file name
+        "../../etc/passwd",
+        "UTC\x00",
+        "",
+        "zone.tab",  # a file beside the zones, not a zone
+        "/usr/share/zoneinfo/UTC",
+    ],
+)
+@pytest.mark.parametrize("action", ["now", "convert"])
+def test_a_zone_that_is_not_one_is_an_unknown_zone_error_naming_no_path(
+    call_tool, zone: str, action: str
+) -> None:
+    arguments = (
+        {"timezone": zone}
+        if action == "now"
+        else {"time": "09:00", "from_timezone": "UTC", "to_timezone": zone}
+    )
+    event = call_tool(clock, action, arguments)
+    assert (event.status, event.error_type) == ("error", "ToolError")
+    error = event.error or ""
+    # The zone quoted (cut short when long), an example: nothing else, no path, no errno.
+    assert error == (
+        f"unknown time zone {echo(zone, 64)}; use an IANA name such as 'Europe/Paris', "
+        "'America/New_York' or 'UTC'"
+    )
+    assert len(error) < 300
+
+
+def test_zone_names_of_every_shape_in_use_still_work(call_tool) -> None:
+    for zone in ("UTC", "Etc/GMT+5", "America/Argentina/Buenos_Aires", " Asia/Tokyo "):
+        assert call_tool(clock, "now", {"timezone": zone}).status == "completed", zone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -14,6 +15,8 @@ from cattrs.errors import ForbiddenExtraKeysError
 
 from expediter.core.authoring.conversion import TypeMismatch, structure_hook
 from expediter.core.authoring.schema import strip_annotated
+from expediter.core.records.redaction import is_secret_name
+from expediter.core.records.text import ECHO_LIMIT, clean_text, echo, truncate
 from expediter.errors import ArgumentError
 
 __all__ = ["ArgumentBinder", "Parameter"]
@@ -33,14 +36,25 @@ class Parameter:
         return self.default is inspect.Parameter.empty
 
 
-def _format(exc: BaseException, hint: Any) -> str:
+def _format_shown(exc: BaseException, hint: Any, secret_names: frozenset[str]) -> str:
+    """A failure inside an ordinary argument: the offending value quoted, bounded (and
+    redacted: an object's secret-looking fields are hidden)."""
+    if isinstance(exc, TypeMismatch):
+        return exc.shown(secret_names)
+    return _format_hidden(exc, hint, shown=True)
+
+
+def _format_hidden(exc: BaseException, hint: Any, *, shown: bool = False) -> str:
+    """A failure inside a secret argument: types and field names only, never a value."""
     if isinstance(exc, KeyError):
         return "missing (it is required)"
     if isinstance(exc, ForbiddenExtraKeysError):
-        return "unknown fields " + ", ".join(repr(name) for name in sorted(exc.extra_fields))
+        return "unknown fields " + ", ".join(echo(name) for name in sorted(exc.extra_fields))
     if isinstance(exc, TypeMismatch):
-        return str(exc)
-    return f"invalid ({exc})"
+        return exc.message
+    if not shown:
+        return f"invalid ({type(exc).__name__})"
+    return f"invalid ({truncate(clean_text(str(exc)), ECHO_LIMIT)})"
 
 
 #: The extra arguments of a call that has none (shared and read-only).
@@ -51,13 +65,24 @@ class ArgumentBinder:
     """Checks and converts one action's arguments (strictly, by the JSON Schema's types).
 
     Each parameter is structured with the converter's hook for its type, so nested records,
-    lists and unions get cattrs' detailed errors, each reported with its path.
+    lists and unions get cattrs' detailed errors, each reported with its path. An error never
+    quotes a value under a secret name (``secret_names``, or one redaction hides by its look),
+    and quotes other values bounded.
     """
 
-    def __init__(self, qualname: str, parameters: list[Parameter], *, allow_extra: bool) -> None:
+    def __init__(
+        self,
+        qualname: str,
+        parameters: list[Parameter],
+        *,
+        allow_extra: bool,
+        secret_names: frozenset[str] = frozenset(),
+    ) -> None:
         self.qualname = qualname
         self.parameters = parameters
         self.allow_extra = allow_extra
+        #: Names whose values errors never quote (``Annotated[T, Secret]`` parameters, fields).
+        self.secret_names = secret_names
         self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
         for parameter in parameters:
             bare, _ = strip_annotated(parameter.hint)
@@ -88,7 +113,7 @@ class ArgumentBinder:
             try:
                 converted[name] = hook(value, hint)
             except Exception as exc:
-                problems.extend(_problems(name, exc))
+                problems.extend(_problems(name, exc, self.secret_names))
         if extra and not self.allow_extra:
             raise ArgumentError.unknown(self.qualname, list(extra), hooks)
         for name in self._required:
@@ -101,10 +126,36 @@ class ArgumentBinder:
         return converted, _NO_EXTRA if extra is None else extra
 
 
-def _problems(name: str, exc: Exception) -> list[tuple[str, str]]:
+#: Splits an error path (``address.zip``, ``items[2]``, ``scores['bob']``) into its names.
+_PATH_PARTS = re.compile(r"[.\[\]]+")
+
+
+def _is_secret_path(path: str, secret_names: frozenset[str]) -> bool:
+    for part in _PATH_PARTS.split(path):
+        name = part.strip("'\"")
+        if name and (name in secret_names or is_secret_name(name)):
+            return True
+    return False
+
+
+def _problems(name: str, exc: Exception, secret_names: frozenset[str]) -> list[tuple[str, str]]:
     """Each failure inside one argument, with its path (``address.zip``, ``items[2]``)."""
+    secret = name in secret_names or is_secret_name(name)
+    show = functools.partial(_format_shown, secret_names=secret_names)
+    if secret:
+        lines = cattrs.transform_error(exc, path=name, format_exception=_format_hidden)
+    else:
+        shown = cattrs.transform_error(exc, path=name, format_exception=show)
+        hidden = cattrs.transform_error(exc, path=name, format_exception=_format_hidden)
+        # A secret field inside an ordinary argument (``login.password``) is not quoted either.
+        lines = [
+            hide if _is_secret_path(line.rpartition(" @ ")[2], secret_names) else line
+            for line, hide in zip(shown, hidden, strict=True)
+        ]
     found = []
-    for line in cattrs.transform_error(exc, path=name, format_exception=_format):
+    for line in lines:
         message, _, path = line.rpartition(" @ ")
         found.append((path, message))
-    return found or [(name, f"invalid ({exc})")]
+    if not found:
+        found.append((name, _format_hidden(exc, None) if secret else show(exc, None)))
+    return found

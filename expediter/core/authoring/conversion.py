@@ -14,6 +14,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import attrs
@@ -27,6 +28,8 @@ from cattrs.cols import (
 from cattrs.gen import make_dict_structure_fn
 
 from expediter.core.authoring.schema import strip_annotated
+from expediter.core.records.redaction import redact
+from expediter.core.records.text import echo
 
 __all__ = [
     "TypeMismatch",
@@ -39,7 +42,24 @@ __all__ = [
 
 
 class TypeMismatch(TypeError):
-    """A value's JSON type does not match the parameter's type."""
+    """A value's JSON type does not match the parameter's type.
+
+    Its message names the types only (``expected string, got integer``): the value may be a
+    secret. ``shown()`` adds the value, bounded, for parameters that are not secret.
+    """
+
+    def __init__(self, message: str, value: Any = None, *, has_value: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.value = value
+        self.has_value = has_value
+
+    def shown(self, secret_names: AbstractSet[str] = frozenset()) -> str:
+        """The message with the offending value quoted (escaped, at most ~200 characters;
+        values under secret names inside it hidden)."""
+        if not self.has_value:
+            return self.message
+        return f"{self.message} {echo(redact(self.value, secret_names))}"
 
 
 def json_type_name(value: Any) -> str:
@@ -93,9 +113,8 @@ def _is_dataclass(hint: Any) -> bool:
 
 
 def _mismatch(value: Any, hint: Any) -> TypeMismatch:
-    return TypeMismatch(
-        f"expected {describe_type(hint)}, got {json_type_name(value)} {_show(value)}"
-    )
+    expected = describe_type(hint)
+    return TypeMismatch(f"expected {expected}, got {json_type_name(value)}", value, has_value=True)
 
 
 def _structure_str(value: Any, hint: Any) -> str:
@@ -344,25 +363,41 @@ class NotJSON(TypeError):
     """A tool returned a value with no JSON form."""
 
 
-def _check_json(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, bool | int | str):
+#: Python refuses to turn longer integers into text (``sys.get_int_max_str_digits``).
+_INT_DIGITS = 4300
+#: An integer of more bits than this has more than ``_INT_DIGITS`` digits.
+_INT_BITS = int(_INT_DIGITS * 3.3219)
+
+
+def _check_json(value: Any, path: str, notes: list[str] | None) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > _INT_BITS:
+            raise NotJSON(f"{path} is an integer of more than {_INT_DIGITS} digits")
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise NotJSON(f"{path} is {value!r}, which JSON cannot represent")
+            if notes is None:
+                raise NotJSON(f"{path} is {value!r}, which JSON cannot represent")
+            notes.append(f"{path} was {value!r}, which JSON cannot represent: sent as null")
+            return None
         return value
     if isinstance(value, list | tuple | set | frozenset):
-        return [_check_json(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        return [_check_json(item, f"{path}[{index}]", notes) for index, item in enumerate(value)]
     if isinstance(value, Mapping):
         result = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise NotJSON(f"{path} has a non-string key {key!r}")
-            result[key] = _check_json(item, f"{path}.{key}")
+                raise NotJSON(f"{path} has a non-string key of type {type(key).__name__}")
+            result[key] = _check_json(item, f"{path}.{key[:40]}", notes)
         return result
     raise NotJSON(f"{path} is a {type(value).__name__}, which has no JSON form")
 
 
-def to_json_value(value: Any) -> Any:
-    """Return a tool's result as plain JSON data (attrs records, enums, dates converted)."""
-    return _check_json(converter.unstructure(value), "the result")
+def to_json_value(value: Any, notes: list[str] | None = None) -> Any:
+    """Return a tool's result as plain JSON data (attrs records, enums, dates converted).
+
+    Non-finite floats are refused (NotJSON), or, given a ``notes`` list, become null with a
+    note appended saying where."""
+    return _check_json(converter.unstructure(value), "the result", notes)

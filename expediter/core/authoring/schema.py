@@ -8,14 +8,22 @@ import enum
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, final
 
 import attrs
 
 from expediter.core.authoring.docstrings import parse_docstring
 from expediter.errors import SchemaError
 
-__all__ = ["REQUIRED", "json_default", "object_fields", "schema_for", "strip_annotated"]
+__all__ = [
+    "REQUIRED",
+    "Secret",
+    "json_default",
+    "marks_secret",
+    "object_fields",
+    "schema_for",
+    "strip_annotated",
+]
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -35,6 +43,34 @@ _NO_JSON = object()
 REQUIRED = object()
 #: ``object_fields``: the field has a default computed per instance (optional, not shown).
 _COMPUTED = object()
+
+
+@final
+class Secret:
+    """Marks a parameter (or a record field) secret: ``Annotated[str, expediter.Secret]``.
+
+    Its schema property gets ``"writeOnly": true``; its value is hidden in events, the ledger
+    and logs (``Action.secret_parameters``), and argument errors never quote it.
+    """
+
+    def __repr__(self) -> str:
+        return "expediter.Secret"
+
+
+def _is_secret_marker(item: Any) -> bool:
+    return item is Secret or isinstance(item, Secret)
+
+
+def marks_secret(hint: Any) -> bool:
+    """Whether a hint carries ``Secret`` anywhere outside records (``Annotated[str, Secret]``,
+    ``Annotated[str, Secret] | None``, ``list[Annotated[str, Secret]]``): then the whole value
+    of the parameter is secret."""
+    hint, metadata = strip_annotated(hint)
+    if any(_is_secret_marker(item) for item in metadata):
+        return True
+    if typing.get_origin(hint) is typing.Literal:
+        return False
+    return any(marks_secret(arg) for arg in typing.get_args(hint) if arg is not Ellipsis)
 
 
 def strip_annotated(hint: Any) -> tuple[Any, list[Any]]:
@@ -200,9 +236,12 @@ class _Builder:
             prop = self.build(hint, f"{where} -> {cls.__name__}.{field_name}")
             if isinstance(metadata.get("description"), str):
                 prop.setdefault("description", metadata["description"])
+            secret = marks_secret(hint)
+            if secret:
+                prop["writeOnly"] = True
             if default is REQUIRED:
                 required.append(field_name)
-            else:
+            elif not secret:  # a secret's default is not shown to the model either
                 _with_default(prop, default)
             properties[field_name] = prop
         schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -224,7 +263,8 @@ def schema_for(
 ) -> dict[str, Any]:
     """Return an object schema for ``(name, hint, default, description)`` parameters.
 
-    A parameter whose default is ``inspect.Parameter.empty`` is required.
+    A parameter whose default is ``inspect.Parameter.empty`` is required; one marked
+    ``Secret`` is ``"writeOnly": true``.
     """
     import inspect
 
@@ -235,9 +275,13 @@ def schema_for(
         prop = builder.build(hint, f"{where}: parameter {name!r}")
         if description and "description" not in prop:
             prop["description"] = description
+        secret = marks_secret(hint)
+        if secret:
+            # JSON Schema's word for a value that is never read back: hidden once recorded.
+            prop["writeOnly"] = True
         if default is inspect.Parameter.empty:
             required.append(name)
-        else:
+        elif not secret:  # a secret's default is not shown to the model either
             _with_default(prop, default)
         properties[name] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties}

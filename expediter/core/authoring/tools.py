@@ -15,6 +15,7 @@ import attrs
 from expediter.core.authoring.arguments import ArgumentBinder, Parameter
 from expediter.core.authoring.docstrings import parse_docstring
 from expediter.core.authoring.schema import schema_for, strip_annotated
+from expediter.core.records.redaction import write_only_names
 from expediter.errors import ActionNotFound, SchemaError
 from expediter.hookspecs import TOOL_HOOKS, hookimpl
 from expediter.hookspecs.tool import Action, CallContext, ConfigField, Decision
@@ -99,7 +100,9 @@ class ActionSpec:
             description=description or doc.summary,
             require_approval=require_approval,
             parameters=schema,
-            binder=ArgumentBinder(name, params, allow_extra=allow_extra),
+            binder=ArgumentBinder(
+                name, params, allow_extra=allow_extra, secret_names=write_only_names(schema)
+            ),
             context_parameter=context_parameter,
             is_async=inspect.iscoroutinefunction(func),
         )

@@ -17,7 +17,7 @@ from expediter.core.calls.steps import BareTurn, Step
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.statuses import EVENT_STATUS_OF, CallStatus, EventStatus
 from expediter.core.turns.toolset import ToolInstance
-from expediter.errors import LedgerError, ToolNotFound
+from expediter.errors import DecisionRefused, LedgerError, ToolNotFound
 
 if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool, LoadedTools
@@ -106,10 +106,16 @@ class Approvals:
 
     def _step(self, row: LedgerRow) -> Step:
         request = row.request
+        arguments = request.get("arguments") or {}
+        withheld = request.get("withheld")
+        if withheld:
+            kept = self.executor.withheld.get(row.key)
+            if kept is not None:
+                arguments = {**arguments, **kept}
         call = ToolCall(
             call_id=request["call_id"],
             name=request["name"],
-            arguments=request.get("arguments") or {},
+            arguments=arguments,
             instance_id=request.get("instance_id"),
             tool=request.get("tool"),
             action=request.get("action"),
@@ -183,8 +189,14 @@ class Approvals:
             )
         step = self._step(row)
         executor = self.executor
+        if not executor.hooks.authorize(key, step.call, approver, approved):
+            raise DecisionRefused(
+                f"{approver or 'an anonymous approver'} may not "
+                f"{'approve' if approved else 'deny'} call {key!r} (authorize_decision said no)"
+            )
         if not approved:
-            message = f"denied by {approver or 'the approver'}: {reason or 'no reason given'}"
+            # The model is told why, never who: the approver's identity stays in the ledger.
+            message = f"denied by the approver: {reason or 'no reason given'}"
             return self._deny(row, step, approver, message)
         try:
             loaded = self._load(row, step, instances)
@@ -201,6 +213,14 @@ class Approvals:
                 f"instances=[ToolInstance(tool={step.tool!r}, "
                 f"instance_id={step.call.instance_id!r}, config=...)]"
             )
+        withheld = row.request.get("withheld")
+        if withheld and executor.withheld.get(key) is None:
+            names = ", ".join(str(name) for name in withheld)
+            raise LedgerError(
+                f"call {key!r} has secret arguments ({names}) that were never written to the "
+                "ledger: it can be approved only in the process that paused it, which no "
+                "longer holds them here. Deny it, and let the model make the call again"
+            )
         executor.prepare(step, loaded=loaded)
         if step.spec is None:
             return self._deny(
@@ -210,6 +230,7 @@ class Approvals:
         if live.deny:
             return self._deny(row, step, approver, live.reason or "a policy denies the call now")
         step.attempt = self._decide(row, "approved", approver, reason)
+        executor.withheld.forget(key)
         executor.bind(step)
         if step.final is not None:
             return executor.emit(step.final)
@@ -217,6 +238,7 @@ class Approvals:
 
     def _deny(self, row: LedgerRow, step: Step, approver: str | None, message: str) -> CallEvent:
         self._decide(row, "denied", approver, message)
+        self.executor.withheld.forget(row.key)
         event = self.executor.event(
             step, "denied", error=message, error_type="Denied", reason=message
         )

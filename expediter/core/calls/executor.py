@@ -9,6 +9,10 @@ tool through its relay (with the host's wrappers and a deadline); then ``normali
 sanitation and the three copies of the result; then the ledger's ``executed``/``failed``; then
 the final event. Its public steps (``begin``, ``prepare``, ``decide``, ``bind``, ``execute``,
 ``finish``) are what approvals builds on.
+
+Nothing a call holds or does escapes it: what the model sent is checked once (``intake``), a
+tool's deadline runs from when it starts (``deadlines``), what the ledger is told goes through
+``recording``, and a failure inside expediter becomes that call's error, never the turn's.
 """
 
 from __future__ import annotations
@@ -23,12 +27,21 @@ from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
+from expediter.core.calls.deadlines import Deadlines
 from expediter.core.calls.decisions import ALLOW, as_decision, combine_decisions
-from expediter.core.calls.results import clean_text, model_copy, outcome_of
-from expediter.core.calls.steps import Step, Turn, resume_request
+from expediter.core.calls.intake import FLAT, INT_BITS, argument_problem, call_key
+from expediter.core.calls.recording import Recorder
+from expediter.core.calls.results import (
+    ToolExit,
+    clean_text,
+    exception_text,
+    model_copy,
+    outcome_of,
+)
+from expediter.core.calls.steps import Step, Turn, Withheld, recorded_arguments
 from expediter.core.records.calls import CallEvent, EventStatus, ToolCall, new_run_id
-from expediter.core.records.redaction import redact
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
+from expediter.core.records.text import echo
 from expediter.errors import ArgumentError, LedgerError
 from expediter.hookspecs.tool import CallContext, Decision, ToolResult
 
@@ -37,7 +50,7 @@ if TYPE_CHECKING:
     from expediter.core.calls.results import Outcome
     from expediter.core.discovery.hooks import HostHooks
     from expediter.core.discovery.loading import LoadedTool, LoadedTools
-    from expediter.core.ledger import Attempt, Ledger
+    from expediter.core.ledger import Ledger
     from expediter.core.turns.toolset import OfferedAction
 
 __all__ = ["CLIENT_SIDE", "OPERATOR", "Executor"]
@@ -73,8 +86,12 @@ class Executor:
         self._loop = loop
         #: Each call must finish within this many seconds (None: no deadline).
         self.call_timeout = call_timeout
+        self.deadlines = Deadlines(call_timeout, self._record_late)
         #: The model's copy of a result is cut to this many characters.
         self.model_result_chars = model_result_chars
+        #: Secret arguments of calls paused by this process (never written to the ledger).
+        self.withheld = Withheld()
+        self.recorder = Recorder(ledger, self.withheld)
 
     # Which host hooks are implemented, asked once (the host's plugins are fixed once it is
     # built): plain attributes after the first call, read several times per call (the turn
@@ -101,10 +118,21 @@ class Executor:
         run_id: str | None = None,
     ) -> Iterator[CallEvent]:
         """Run the calls one after another; yield each call's event (one per call, in order).
-        Observers (``on_call_event``) also see a ``pending`` event as each call starts."""
+        Observers (``on_call_event``) also see a ``pending`` event as each call starts.
+
+        Nothing a call does stops the turn: a failure inside expediter or a hook becomes that
+        call's error. ``KeyboardInterrupt`` still stops it, once the running call's row is
+        finished as ``failed`` ("interrupted")."""
         run_id = run_id or new_run_id()
+        seen: dict[str, int] = {}
         for call in calls:
-            step = self.begin(turn, call, message_id=message_id, run_id=run_id)
+            step = self.begin(
+                turn,
+                call,
+                message_id=message_id,
+                run_id=run_id,
+                key=call_key(call, message_id, run_id, seen),
+            )
             if step.final is not None:
                 yield self.emit(step.final)
                 continue
@@ -118,9 +146,20 @@ class Executor:
         run_id: str | None = None,
     ) -> AsyncIterator[CallEvent]:
         """Run the calls concurrently; yield their events in call order (one per call).
-        Closing the iteration early cancels the calls still running."""
+        Closing the iteration early cancels the calls still running; a call that has not
+        started by then never starts."""
         run_id = run_id or new_run_id()
-        steps = [self.begin(turn, call, message_id=message_id, run_id=run_id) for call in calls]
+        seen: dict[str, int] = {}
+        steps = [
+            self.begin(
+                turn,
+                call,
+                message_id=message_id,
+                run_id=run_id,
+                key=call_key(call, message_id, run_id, seen),
+            )
+            for call in calls
+        ]
         tasks: dict[int, asyncio.Task[Any]] = {}
         for index, step in enumerate(steps):
             if step.final is None:
@@ -141,25 +180,58 @@ class Executor:
                         raise  # the turn itself is being cancelled
                     # The tool raised CancelledError itself (e.g. it awaited a cancelled future).
                     event = self.finish(step, exc=exc)
+                except ToolExit as exc:
+                    finished.add(index)
+                    event = self._exited(step, exc)
                 except Exception as exc:
-                    event = self.finish(step, exc=self._timeout(exc))
+                    event = self.finish(step, exc=self.deadlines.explain(exc))
                 else:
-                    event = self.finish(step, value)
+                    event = self.finish(step, value, self.deadlines.overrun(step))
                 finished.add(index)
                 yield self.emit(event)
         finally:
             for index, task in tasks.items():
                 if index not in finished:
                     task.cancel()
-                    self.finish(steps[index], exc=asyncio.CancelledError("the turn was cancelled"))
+                    step = steps[index]
+                    self.deadlines.abandon(step)  # a thread that has not started it never will
+                    self.finish(
+                        step,
+                        exc=asyncio.CancelledError(
+                            "the turn was cancelled"
+                            if step.started is not None
+                            else "the turn was cancelled before the call started; it was not run"
+                        ),
+                    )
 
     # -- one call, before it runs ---------------------------------------------------------------
 
-    def begin(self, turn: Turn, call: ToolCall, *, message_id: str | None, run_id: str) -> Step:
+    def begin(
+        self,
+        turn: Turn,
+        call: ToolCall,
+        *,
+        message_id: str | None,
+        run_id: str,
+        key: str | None = None,
+    ) -> Step:
         """Everything before the tool runs: resolution, the decision, the ledger's proposal,
-        the arguments. A step with ``final`` set ended (or paused) here."""
-        key = f"{message_id}:{call.call_id}" if message_id else f"{run_id}:{call.call_id}"
-        step = Step(call, key, turn, message_id, run_id)
+        the arguments. A step with ``final`` set ended (or paused) here. Never raises for
+        what the call holds: a failure here is the call's error event (and its row)."""
+        step = Step(call, key or call_key(call, message_id, run_id, None), turn, message_id, run_id)
+        try:
+            return self._begin(step)
+        except Exception as exc:
+            logger.error("preparing call %s failed", echo(step.key), exc_info=exc)
+            message = f"expediter could not run the call: {type(exc).__name__}: " + echo(
+                exception_text(exc)
+            )
+            if step.attempt is not None:
+                return self._fail_now(step, message, "InternalError")
+            return self._refuse(step, message, "InternalError")
+
+    def _begin(self, step: Step) -> Step:
+        call, turn = step.call, step.turn
         if call.instance_id is None or call.action is None:
             return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
         if call.error is not None:
@@ -168,11 +240,29 @@ class Executor:
         if type(arguments) is not dict and not isinstance(arguments, Mapping):
             return self._refuse(
                 step,
-                f"arguments for {call.tool}.{call.action} must be a JSON object, "
+                f"arguments for {echo(call.tool)}.{echo(call.action)} must be a JSON object, "
                 f"got {type(call.arguments).__name__}",
                 "ArgumentError",
             )
+        if not FLAT.issuperset(map(type, arguments.values())):
+            problem = argument_problem(arguments)
+            if problem is not None:
+                if problem.startswith("arguments nested"):
+                    step.redacted = {"(arguments)": "not recorded: " + problem}
+                return self._refuse(step, problem, "ArgumentError")
         offered = turn.offered(call.name)
+        if offered is None:
+            if turn.by_name:
+                return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
+        elif offered.instance_id != call.instance_id or offered.action.name != call.action:
+            # The executor decides on the action it runs: a call whose tool or action is not
+            # the one offered under its name would run one action under another's decision.
+            return self._refuse(
+                step,
+                f"the call names {echo(call.name)}, which is {offered.tool}.{offered.action.name},"
+                f" but asks for {echo(call.tool)}.{echo(call.action)}: refused",
+                "InvalidCall",
+            )
         if offered is not None and offered.client:
             if turn.headless:
                 return self._deny(
@@ -304,7 +394,7 @@ class Executor:
                 return self._park(step, "awaiting_approval", "ask", decision.reason)
         if self.ledger is not None:
             try:
-                step.attempt = self._propose(step, lease=True)
+                step.attempt = self.recorder.propose(step, lease=True)
             except LedgerError as exc:
                 return self._fail_now(step, str(exc), "LedgerError")
             if step.attempt.created is False:
@@ -333,20 +423,29 @@ class Executor:
 
         A sync tool runs in the caller's thread (a thread hop costs more than the whole call):
         it sees its deadline through ``context.is_cancelled()``, and a result that comes after
-        the deadline is recorded as an overrun. An async tool runs on the host's background
-        loop and is cancelled at the deadline.
+        the deadline is recorded as an overrun (``arun`` is the way to bound sync tools). An
+        async tool runs on the host's background loop; its deadline starts when it starts
+        there, and at the deadline it is cancelled and reported failed (a result it still
+        produces is recorded as late).
         """
         self._pending(step)
         try:
             value = self._invoke(step)
             if hasattr(value, "__await__"):
-                value = self._loop().run(value, self.call_timeout)
-            else:
-                overrun = self._overrun(step)
-                if overrun is not None:
-                    return self.emit(self.finish(step, value, overrun))
+                value = self._loop().run(self.deadlines.bounded(step, value))
+            overrun = self.deadlines.overrun(step)
+            if overrun is not None:
+                return self.emit(self.finish(step, value, overrun))
+        except ToolExit as exc:
+            return self.emit(self._exited(step, exc))
+        except SystemExit as exc:
+            return self.emit(self.finish(step, exc=exc))
+        except KeyboardInterrupt:
+            self.deadlines.abandon(step)
+            self.finish(step, exc=KeyboardInterrupt())
+            raise
         except Exception as exc:
-            return self.emit(self.finish(step, exc=self._timeout(exc)))
+            return self.emit(self.finish(step, exc=self.deadlines.explain(exc)))
         return self.emit(self.finish(step, value))
 
     async def aexecute(self, step: Step) -> CallEvent:
@@ -361,9 +460,19 @@ class Executor:
                 self.finish(step, exc=asyncio.CancelledError("the call was cancelled"))
                 raise
             return self.emit(self.finish(step, exc=exc))
+        except ToolExit as exc:
+            return self.emit(self._exited(step, exc))
         except Exception as exc:
-            return self.emit(self.finish(step, exc=self._timeout(exc)))
-        return self.emit(self.finish(step, value))
+            return self.emit(self.finish(step, exc=self.deadlines.explain(exc)))
+        return self.emit(self.finish(step, value, self.deadlines.overrun(step)))
+
+    def _exited(self, step: Step, exc: ToolExit) -> CallEvent:
+        """A tool raised ``SystemExit`` (an error result) or ``KeyboardInterrupt`` (the call's
+        row is finished, then the program stops)."""
+        event = self.finish(step, exc=exc)
+        if exc.interrupted:
+            raise KeyboardInterrupt from exc.original
+        return event
 
     def _invoke(self, step: Step) -> Any:
         loaded = step.loaded
@@ -372,13 +481,17 @@ class Executor:
         if context is None and loaded.wants_context(step.action or ""):
             context = self.context(step)
         step.started = time.perf_counter()
-        return loaded.call(action=step.action, arguments=step.run_arguments, context=context)
+        try:
+            return loaded.call(action=step.action, arguments=step.run_arguments, context=context)
+        finally:
+            step.ended = time.perf_counter()  # an awaitable's end is set where it is awaited
 
     async def _ainvoke(self, step: Step) -> Any:
-        """Run the tool: sync tools in a thread, async ones on this loop, within the deadline.
-        A call that times out or is cancelled has its context's ``cancel_event`` set, so a
-        thread still running can see ``context.is_cancelled()`` and stop."""
-        timeout = self.call_timeout
+        """Run the tool: sync tools in a thread, async ones on this loop. The deadline starts
+        when the tool starts (waiting for a free thread does not count); a call cancelled
+        before its thread picked it up never starts. A call that times out or is cancelled
+        has its context's ``cancel_event`` set, so a thread still running can see
+        ``context.is_cancelled()`` and stop."""
         assert step.loaded is not None
         context = self.context(step)
         cancel = context.cancel_event
@@ -389,37 +502,31 @@ class Executor:
             if step.loaded.is_async(step.action or ""):
                 value = self._invoke(step)
             else:
-                value = await asyncio.wait_for(asyncio.to_thread(self._invoke, step), timeout)
+                value = await self.deadlines.in_thread(step, self._invoke)
             if hasattr(value, "__await__"):
-                value = await asyncio.wait_for(value, timeout)
+                value = await self.deadlines.bounded(step, value)
         except BaseException:
             cancel.set()
             raise
         return value
 
-    def _overrun(self, step: Step) -> TimeoutError | None:
-        """A sync tool that finished after its deadline (it could only be asked to stop)."""
-        deadline = step.deadline
-        if deadline is None or time.time() <= deadline:
-            return None
-        took = 0.0 if step.started is None else time.perf_counter() - step.started
-        return TimeoutError(
-            f"the tool overran its deadline of {self.call_timeout} s (it took {took:.1f} s); "
-            "its result was recorded but not used"
-        )
-
-    def _timeout(self, exc: BaseException) -> BaseException:
-        if isinstance(exc, TimeoutError) and not str(exc):
-            return TimeoutError(
-                f"the tool did not finish within {self.call_timeout} s and was cancelled"
-            )
-        return exc
+    def _record_late(self, step: Step, value: Any, exc: BaseException | None) -> None:
+        """Record a result that came after its call was reported failed (marked late)."""
+        try:
+            self.recorder.late(step, self._outcome(step, value, exc))
+        except Exception as problem:
+            logger.error("the late result of %s: %s", echo(step.key), problem)
 
     # -- endings ----------------------------------------------------------------------------------
 
     def finish(self, step: Step, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the result, record it, and build the final event."""
-        if exc is None and type(value) in _PLAIN and not self._normalizes:
+        if (
+            exc is None
+            and type(value) in _PLAIN
+            and not self._normalizes
+            and (type(value) is not int or value.bit_length() < INT_BITS)
+        ):
             # Nothing to normalize or clean: skips building an Outcome (the turn budget).
             ok, result = True, value
             event = self.event(step, "completed", result=value)
@@ -432,18 +539,12 @@ class Executor:
                 result=result,
                 error=outcome.error,
                 error_type=outcome.error_type,
+                note=outcome.note,
             )
         if step.attempt is not None:
-            try:
-                self._ledger().finish(
-                    step.attempt,
-                    ok=ok,
-                    result=result,
-                    error=event.error,
-                    duration_ms=event.duration_ms,
-                )
-            except Exception as problem:
-                logger.error("the ledger could not record %s: %s", step.key, problem)
+            self.recorder.finish(step, ok, result, event.error, event.duration_ms)
+        if step.unsettled:
+            self.deadlines.settle(step)
         return event
 
     def _outcome(self, step: Step, value: Any, exc: BaseException | None) -> Outcome:
@@ -461,92 +562,29 @@ class Executor:
                 logger.error("normalize_result failed for %s", step.key, exc_info=problem)
         return outcome_of(value, exc, tool=step.tool, action=step.action, log=logger)
 
-    def _ledger(self) -> Ledger:
-        assert self.ledger is not None
-        return self.ledger()
-
-    def _propose(self, step: Step, *, lease: bool, reason: str | None = None) -> Attempt:
-        """The ledger's ``proposed`` row; a paused call (no lease) keeps what another worker
-        needs to resume it."""
-        call = step.call
-        turn = step.turn
-        request = None if lease else resume_request(step, reason)
-        return self._ledger().begin(
-            key=step.key,
-            call_id=call.call_id,
-            name=call.name,
-            run_id=step.run_id,
-            message_id=step.message_id,
-            user_id=turn.user_id,
-            owner_id=step.loaded.user_id if step.loaded is not None else None,
-            instance_id=call.instance_id,
-            tool=call.tool,
-            action=call.action,
-            arguments=step.arguments if isinstance(step.arguments, Mapping) else None,
-            request=request,
-            lease=lease,
-            decision=step.decision,
-            reason=step.reason,
-        )
-
-    def _record_outright(self, step: Step, status: str, decision: str | None, reason: str) -> None:
-        """A call that never runs: propose it, then move it to ``failed`` or ``denied``."""
-        if self.ledger is None:
-            return
-        try:
-            attempt = self._propose(step, lease=False)
-            if attempt.created is False:
-                return
-            if status == "failed":
-                self._ledger().finish(attempt, ok=False, error=reason, duration_ms=0.0)
-            else:
-                self._ledger().decide(
-                    step.key,
-                    step.turn.user_id,
-                    expected="proposed",
-                    status=status,
-                    decision=decision,
-                    reason=reason,
-                )
-        except Exception as exc:
-            logger.error("the ledger could not record %s: %s", step.key, exc)
-
     def _refuse(self, step: Step, message: str, error_type: str) -> Step:
-        self._record_outright(step, "failed", None, message)
+        self.recorder.outright(step, "failed", None, message)
         step.final = self.event(step, "error", error=message, error_type=error_type)
         return step
 
     def _fail_now(self, step: Step, message: str, error_type: str) -> Step:
         if step.attempt is not None:
-            try:
-                self._ledger().finish(step.attempt, ok=False, error=message, duration_ms=0.0)
-            except Exception as exc:
-                logger.error("the ledger could not record %s: %s", step.key, exc)
+            self.recorder.finish(step, False, None, message, 0.0)
             step.attempt = None
         step.final = self.event(step, "error", error=message, error_type=error_type)
         return step
 
     def _deny(self, step: Step, decision: str, reason: str) -> Step:
-        self._record_outright(step, "denied", decision, reason)
+        self.recorder.outright(step, "denied", decision, reason)
         step.final = self.event(step, "denied", error=reason, error_type="Denied", reason=reason)
         return step
 
     def _park(self, step: Step, status: EventStatus, decision: str, reason: str | None) -> Step:
         """Pause a call: persisted as ``awaiting_approval`` so any worker can resume it."""
-        if self.ledger is not None:
-            try:
-                attempt = self._propose(step, lease=False, reason=reason)
-                if attempt.created is not False:
-                    self._ledger().decide(
-                        step.key,
-                        step.turn.user_id,
-                        expected="proposed",
-                        status="awaiting_approval",
-                        decision=decision,
-                        reason=reason,
-                    )
-            except LedgerError as exc:
-                return self._fail_now(step, str(exc), "LedgerError")
+        try:
+            self.recorder.park(step, decision, reason)
+        except LedgerError as exc:
+            return self._fail_now(step, str(exc), "LedgerError")
         step.final = self.event(step, status, reason=reason)
         return step
 
@@ -561,13 +599,16 @@ class Executor:
         error: str | None = None,
         error_type: str | None = None,
         reason: str | None = None,
+        note: str | None = None,
     ) -> CallEvent:
         """The event of a step: final ones carry how long the tool ran (0 if it never did)."""
         duration_ms = None
         if status not in PAUSED_EVENT_STATUSES:
             started = step.started
             duration_ms = (
-                0.0 if started is None else int((time.perf_counter() - started) * 1e6) / 1000
+                0.0
+                if started is None
+                else int(((step.ended or time.perf_counter()) - started) * 1e6) / 1000
             )
         return CallEvent(
             status=status,
@@ -576,7 +617,7 @@ class Executor:
             name=step.call.name,
             tool=step.tool,
             action=step.action,
-            arguments=_redacted(step),
+            arguments=recorded_arguments(step),
             result=result,
             error=None if error is None else clean_text(error),
             error_type=error_type,
@@ -585,6 +626,7 @@ class Executor:
             user_id=step.turn.user_id,
             owner_id=None if step.loaded is None else step.loaded.user_id,
             reason=None if reason is None else clean_text(reason),
+            note=note,
             content=(
                 model_copy(result, self.model_result_chars) if status == "completed" else None
             ),
@@ -600,13 +642,3 @@ class Executor:
         """Tell observers a call starts (built only when someone listens)."""
         if self._observed:
             self.hooks.notify(self.event(step, "pending"))
-
-
-def _redacted(step: Step) -> Mapping[str, Any]:
-    if step.redacted is None:
-        arguments = step.arguments
-        if type(arguments) is not dict and not isinstance(arguments, Mapping):
-            step.redacted = {}
-        else:
-            step.redacted = redact(arguments)
-    return step.redacted

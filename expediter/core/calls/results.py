@@ -13,13 +13,15 @@ from expediter.core.authoring.conversion import NotJSON, to_json_value
 
 # ``clean_text``, ``model_copy`` and ``sanitize`` live in ``core.records.text``; they stay
 # importable from here, where the executor has always found them.
-from expediter.core.records.text import clean_text, model_copy, sanitize
+from expediter.core.records.text import clean_text, json_text, model_copy, sanitize
 from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
 __all__ = [
     "Outcome",
+    "ToolExit",
     "clean_text",
+    "exception_text",
     "model_copy",
     "outcome_from_exception",
     "outcome_from_value",
@@ -43,23 +45,71 @@ class Outcome:
     error_type: str | None = None
     #: Whether the error came from the tool raising an unexpected exception.
     crashed: bool = False
+    #: What the host changed in the result to send it (e.g. non-finite numbers as null).
+    note: str | None = None
 
 
-def _json_or_error(value: Any) -> tuple[Any, str | None]:
+class _Notes(list[str]):
+    """Where a result was changed to become JSON (a list, so ``to_json_value`` appends)."""
+
+    def text(self) -> str | None:
+        if not self:
+            return None
+        shown = "; ".join(self[:3])
+        return shown + (f"; and {len(self) - 3} more" if len(self) > 3 else "")
+
+
+def _json_or_error(value: Any, notes: _Notes) -> tuple[Any, str | None]:
     try:
-        return sanitize(to_json_value(value)), None
+        return sanitize(to_json_value(value, notes)), None
     except NotJSON as exc:
         return None, f"the tool's result cannot be sent to the model: {exc}"
+    except RecursionError:
+        return None, "the tool's result cannot be sent to the model: it is nested too deeply"
 
 
 def _in_band_error(value: Mapping[str, Any]) -> str | None:
     if value.get("status") == "error":
         detail = value.get("error") or value.get("message") or "the tool reported an error"
-        return clean_text(str(detail))
+        return clean_text(json_text(detail))
     error = value.get("error")
     if error:
         return clean_text(error if isinstance(error, str) else json.dumps(to_json_value(error)))
     return None
+
+
+class ToolExit(Exception):
+    """A tool raised ``SystemExit`` or ``KeyboardInterrupt`` where it would stop more than the
+    call (an event loop, a worker thread's caller): carried as an ordinary exception."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(type(original).__name__)
+        self.original = original
+
+    @property
+    def interrupted(self) -> bool:
+        """The tool (or the user) interrupted the program: it still stops, after the rows."""
+        return isinstance(self.original, KeyboardInterrupt)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when the exception cannot say what it is (its ``__str__``
+    raises, or returns something that is not text)."""
+    try:
+        text = str(exc)
+    except Exception:
+        return "(its message could not be read)"
+    return text if isinstance(text, str) else "(its message could not be read)"
+
+
+def _message(message: Any) -> str:
+    """A ``ToolError``'s message as text (a tool may pass anything)."""
+    if isinstance(message, str):
+        return clean_text(message)
+    try:
+        return clean_text(json_text(to_json_value(message)))
+    except Exception:
+        return f"the tool reported an error ({type(message).__name__} message)"
 
 
 _SCALARS = frozenset({str, int, bool, type(None)})
@@ -67,28 +117,37 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 
 def outcome_from_value(value: Any) -> Outcome:
     """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
-    if type(value) in _SCALARS:
+    if type(value) in _SCALARS and (type(value) is not int or value.bit_length() < 14000):
         return Outcome(True, value=sanitize(value) if type(value) is str else value)
     if isinstance(value, BaseException):
         return outcome_from_exception(value)
+    notes = _Notes()
     if isinstance(value, ToolResult):
-        data, problem = _json_or_error(value.value)
+        data, problem = _json_or_error(value.value, notes)
         if problem is not None:
             return Outcome(False, error=problem, error_type="ResultError")
         if not value.ok:
             message = value.error or (
                 data if isinstance(data, str) else "the tool reported an error"
             )
-            return Outcome(False, value=data, error=clean_text(message), error_type="ToolError")
-        return Outcome(True, value=data)
-    data, problem = _json_or_error(value)
+            return Outcome(
+                False,
+                value=data,
+                error=_message(message),
+                error_type="ToolError",
+                note=notes.text(),
+            )
+        return Outcome(True, value=data, note=notes.text())
+    data, problem = _json_or_error(value, notes)
     if problem is not None:
         return Outcome(False, error=problem, error_type="ResultError")
     if isinstance(data, Mapping):
         reported = _in_band_error(data)
         if reported is not None:
-            return Outcome(False, value=data, error=reported, error_type="ToolError")
-    return Outcome(True, value=data)
+            return Outcome(
+                False, value=data, error=reported, error_type="ToolError", note=notes.text()
+            )
+    return Outcome(True, value=data, note=notes.text())
 
 
 def outcome_from_exception(exc: BaseException) -> Outcome:
@@ -98,11 +157,30 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
         return Outcome(False, error=clean_text(str(exc)), error_type=type(exc).__name__)
     if isinstance(exc, ToolError):
-        data, _ = _json_or_error(exc.data)
-        return Outcome(False, value=data, error=clean_text(exc.message), error_type="ToolError")
-    message = str(exc)
+        data, _ = _json_or_error(exc.data, _Notes())
+        return Outcome(False, value=data, error=_message(exc.message), error_type="ToolError")
+    if isinstance(exc, ToolExit):
+        exc = exc.original
+    if isinstance(exc, KeyboardInterrupt):
+        return Outcome(False, error="interrupted", error_type="KeyboardInterrupt")
+    if isinstance(exc, SystemExit):
+        return Outcome(
+            False,
+            error=f"the tool tried to exit the program (sys.exit({_exit_code(exc)})); "
+            "it was stopped and the host carries on",
+            error_type="SystemExit",
+            crashed=True,
+        )
+    message = exception_text(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return Outcome(False, error=clean_text(text), error_type=type(exc).__name__, crashed=True)
+
+
+def _exit_code(exc: SystemExit) -> str:
+    code = exc.code
+    if code is None or type(code) is int:
+        return "" if code is None else str(code)
+    return "..."
 
 
 def outcome_of(
@@ -120,7 +198,12 @@ def outcome_of(
             return outcome_from_value(value)
         except Exception as problem:
             exc = problem
-    outcome = outcome_from_exception(exc)
+    try:
+        outcome = outcome_from_exception(exc)
+    except Exception:  # nothing the tool raised may escape, not even from its own methods
+        outcome = Outcome(
+            False, error=type(exc).__name__, error_type=type(exc).__name__, crashed=True
+        )
     if outcome.crashed:
         log.error(
             "tool %s action %s raised %s",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, final
 
+import attrs
+
 from expediter.core.authoring.conversion import NotJSON, to_json_value
 from expediter.core.records.redaction import redact
+from expediter.core.records.text import echo
 
 if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool
@@ -16,7 +20,15 @@ if TYPE_CHECKING:
     from expediter.core.turns.toolset import OfferedAction
     from expediter.hookspecs.tool import Action, CallContext
 
-__all__ = ["BareTurn", "Step", "Turn", "resume_request"]
+__all__ = [
+    "BareTurn",
+    "Step",
+    "Turn",
+    "Withheld",
+    "recorded_arguments",
+    "resume_request",
+    "secret_names",
+]
 
 
 class Turn(Protocol):
@@ -40,6 +52,11 @@ class Turn(Protocol):
         """The configuration of each configured instance, kept with a paused call."""
 
     @property
+    def by_name(self) -> bool:
+        """Calls are resolved by the name they were offered under (a model's turn): one whose
+        name is not offered, or names another tool or action, is refused."""
+
+    @property
     def operator(self) -> bool:
         """The operator's own calls (``Host.call``): an approval prompt counts as given, a
         forced prompt or a denial still refuses the call."""
@@ -59,6 +76,9 @@ class BareTurn:
 
     __slots__ = ("allowlist", "configs", "headless", "operator", "user_id")
 
+    #: The call names its tool and action itself.
+    by_name = False
+
     def __init__(
         self, user_id: str | None = None, *, headless: bool = False, operator: bool = False
     ) -> None:
@@ -74,7 +94,7 @@ class BareTurn:
 
     def unknown_name(self, call: ToolCall) -> str:
         """What a call without a tool and action lacks."""
-        return call.error or f"unknown function {call.name!r}"
+        return call.error or f"unknown function {echo(call.name)}"
 
 
 @final
@@ -100,9 +120,19 @@ class Step:
     redacted: Mapping[str, Any] | None = None
     #: ``time.perf_counter()`` when the tool started (None until it runs).
     started: float | None = None
+    #: ``time.perf_counter()`` when the tool returned or raised (None while it runs).
+    ended: float | None = None
     #: The ledger decision recorded when the call is proposed (e.g. ``operator``).
     decision: str | None = None
     reason: str | None = None
+    #: The tool started running (set where it runs; a call cancelled before never starts).
+    running: bool = False
+    #: Reported failed (timed out, cancelled) while its tool may still run.
+    unsettled: bool = False
+    #: The failure of an unsettled call is recorded: a late result can follow it.
+    settled: bool = False
+    #: A late result (value, exception) that came before the failure was recorded.
+    late: tuple[Any, BaseException | None] | None = None
 
     def __init__(
         self, call: ToolCall, key: str, turn: Turn, message_id: str | None, run_id: str
@@ -121,9 +151,56 @@ class Step:
         return self.call.arguments
 
 
-def resume_request(step: Step, reason: str | None) -> dict[str, Any]:
-    """What a paused call keeps in the ledger so any worker can resume it."""
+@final
+class Withheld:
+    """The secret arguments of paused calls, by key, held in this process's memory only (the
+    ledger keeps them redacted): a call holding them can be approved only where it paused.
+    Bounded: the oldest are forgotten first."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._values: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, key: str, values: dict[str, Any]) -> None:
+        """Keep a paused call's secret arguments."""
+        with self._lock:
+            self._values[key] = values
+            while len(self._values) > self.LIMIT:
+                del self._values[next(iter(self._values))]
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """A paused call's secret arguments, or None when this process does not hold them."""
+        with self._lock:
+            return self._values.get(key)
+
+    def forget(self, key: str) -> None:
+        """Drop them once the call is decided."""
+        with self._lock:
+            self._values.pop(key, None)
+
+
+def secret_names(step: Step) -> frozenset[str]:
+    """The parameter names the call's action marks secret (``Annotated[T, Secret]``)."""
+    spec = step.spec
+    return frozenset() if spec is None else spec.secret_parameters
+
+
+def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a paused call keeps in the ledger so any worker can resume it, and the secret
+    arguments withheld from it (kept only in this process's memory, never written).
+
+    An argument is withheld whole when anything in it is secret (by name, or marked by the
+    action); the request keeps it redacted and lists its name under ``withheld``."""
     call = step.call
+    arguments = step.arguments
+    recorded = redact(arguments, secret_names(step))
+    withheld = (
+        {}
+        if recorded is arguments
+        else {name: value for name, value in arguments.items() if recorded.get(name) != value}
+    )
     request: dict[str, Any] = {
         "reason": reason,
         "call_id": call.call_id,
@@ -131,21 +208,43 @@ def resume_request(step: Step, reason: str | None) -> dict[str, Any]:
         "instance_id": call.instance_id,
         "tool": call.tool,
         "action": call.action,
-        "arguments": step.arguments,
+        "arguments": recorded,
         "extras": _json_extras(call.extras),
         "headless": step.turn.headless,
         "message_id": step.message_id,
         "run_id": step.run_id,
     }
+    if withheld:
+        request["withheld"] = sorted(withheld)
     config = step.turn.configs.get(call.instance_id or "")
     if config is not None:
-        request.update(_kept_config(config))
-    return request
+        request.update(_kept_config(config, _secret_fields(step.loaded)))
+    return request, withheld
 
 
-def _kept_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def _secret_fields(loaded: LoadedTool | None) -> frozenset[str] | None:
+    """The configuration fields the tool declares secret (``ConfigField(secret=True)``); None
+    when it cannot say (then no configuration is kept)."""
+    if loaded is None:
+        return None
+    try:
+        fields = loaded.relay.hook.config_requirements() or []
+        names = set()
+        for field in fields:
+            data = field if isinstance(field, Mapping) else attrs.asdict(field)
+            if data.get("secret"):
+                names.add(str(data.get("name")))
+        return frozenset(names)
+    except Exception:
+        return None
+
+
+def _kept_config(config: Mapping[str, Any], secret: frozenset[str] | None) -> dict[str, Any]:
     """What a paused call keeps of its instance's configuration: all of it, unless it holds
-    secrets (never written to the ledger) or is not JSON; then only that it was withheld."""
+    secrets (declared by the tool's ``ConfigField(secret=True)`` or by their names; never
+    written to the ledger) or is not JSON; then only that it was withheld."""
+    if secret is None or not secret.isdisjoint(config):
+        return {"config_withheld": True}
     try:
         data = to_json_value(dict(config))
     except NotJSON:
@@ -160,3 +259,21 @@ def _json_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
         key: base64.b64encode(value).decode() if isinstance(value, bytes | bytearray) else value
         for key, value in extras.items()
     }
+
+
+def recorded_arguments(step: Step) -> Mapping[str, Any]:
+    """The call's arguments as events and the ledger show them: secrets hidden (computed
+    once per call; unreadable arguments are not shown)."""
+    if step.redacted is None:
+        arguments = step.arguments
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
+            step.redacted = {}
+        else:
+            spec = step.spec
+            try:
+                step.redacted = redact(
+                    arguments, frozenset() if spec is None else spec.secret_parameters
+                )
+            except Exception:  # arguments no check has seen yet (e.g. nested too deep)
+                step.redacted = {"(arguments)": "not recorded: they could not be read"}
+    return step.redacted

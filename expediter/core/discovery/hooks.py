@@ -70,6 +70,20 @@ class HostHooks:
             return []
         return list(self.manager.hook.tool_call_policy(call=call, action=action, context=context))
 
+    def authorize(self, key: str, call: object, approver: str | None, approved: bool) -> bool:
+        """Whether every ``authorize_decision`` answer lets ``approver`` decide the call (an
+        implementation that raises refuses: fail closed)."""
+        if not self.has_hook("authorize_decision"):
+            return True
+        try:
+            answers = self.manager.hook.authorize_decision(
+                key=key, call=call, approver=approver, approved=approved
+            )
+        except Exception as exc:
+            logger.error("authorize_decision raised %s; refused", type(exc).__name__, exc_info=exc)
+            return False
+        return all(answer is not False for answer in answers)
+
     def normalize(self, tool: str | None, action: str | None, result: Any) -> Any:
         """The first ``normalize_result`` answer, or None."""
         if not self.has_hook("normalize_result"):

@@ -15,6 +15,14 @@ index* (``cache/commands.json``) keeps the packs' subcommands, under the same ke
 ``os``: ``expediter --help`` must stay within 0.1x ``llm --help`` (DESIGN.md section 9), and
 the configuration (attrs) or the catalogue (attrs, pluggy) would cost it ~30 ms, a third of
 that budget.
+
+A cached catalogue is checked before it is used (``read``): every pack must be where a
+discovery source finds one (a module of a tools directory or of the built-ins, as the key lists
+them, allowed by the plugin switches), and every tool must belong to a pack that registers it.
+A cache that names anything else was not written by discovery: it is ignored, with a warning,
+and rebuilt. Entry points are checked against ``importlib.metadata`` just before their pack is
+imported (``packs.load_pack``): listing them here would cost a warm ``tools list`` more than its
+whole budget. The cache files are the owner's alone (0600 in a 0700 folder).
 """
 
 from __future__ import annotations
@@ -22,12 +30,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from expediter.__about__ import __version__
-from expediter.core.environment import expediter_home
+from expediter.core.environment import expediter_home, private_dir, private_opener
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -42,6 +51,7 @@ __all__ = [
     "cache_file",
     "cache_key",
     "commands_file",
+    "open_to_everyone",
     "read",
     "read_commands",
     "write",
@@ -113,9 +123,49 @@ def _directory_state(directory: str | Path) -> list[Any]:
     return [str(directory), *_modules_state(directory)]
 
 
+def _local_modules(state: list[Any]) -> dict[str, str]:
+    """File -> tool name for each module discovery finds in a directory (``_directory_state``):
+    ``NAME.py`` files and ``NAME/__init__.py`` packages, NAME an identifier not starting with
+    ``_`` (the files ``packs.scan_directory`` names, spelled alike)."""
+    directory, *entries = state
+    found = {}
+    for name, inner in entries:
+        stem = name[:-3] if name.endswith(".py") else name
+        if stem.startswith(("_", ".")) or not stem.isidentifier():
+            continue
+        if isinstance(inner, list):
+            if any(entry[0] == "__init__.py" for entry in inner):
+                found[os.path.join(directory, name, "__init__.py")] = stem
+        elif name.endswith(".py"):
+            found[os.path.join(directory, name)] = stem
+    return found
+
+
+def open_to_everyone(module: str | Path) -> str | None:
+    """What makes a tools module changeable by every user, or None: the first of its file, its
+    package's folder and its tools directory that every user may write (``o+w``, sticky bit
+    or not), named in a sentence that says what to do."""
+    path = os.path.abspath(module)
+    parent = os.path.dirname(path)
+    places = [path, parent]
+    if os.path.basename(path) == "__init__.py":
+        places.append(os.path.dirname(parent))
+    for place in places:
+        try:
+            mode = os.stat(place).st_mode
+        except OSError:
+            continue
+        if mode & stat.S_IWOTH:
+            return (
+                f"{place} is writable by every user: anyone on this machine can change what "
+                f"the tool runs; run `chmod o-w {place}`"
+            )
+    return None
+
+
 def cache_key(settings: PluginSettings, builtin_dir: Path) -> dict[str, Any]:
     """Everything whose change may change what discovery finds."""
-    return {
+    key: dict[str, Any] = {
         "format": FORMAT,
         "expediter": __version__,
         "executable": sys.executable,
@@ -125,6 +175,18 @@ def cache_key(settings: PluginSettings, builtin_dir: Path) -> dict[str, Any]:
         "directories": [_directory_state(builtin_dir)]
         + [_directory_state(directory) for directory in settings.tools_path],
     }
+    open_modules = [
+        f"{stem}: {problem}"
+        for state in key["directories"]
+        for module, stem in _local_modules(state).items()
+        if (problem := open_to_everyone(module)) is not None
+    ]
+    if open_modules:
+        # Such a module loads with a warning, or under EXPEDITER_STRICT_PLUGINS not at all:
+        # a catalogue built one way must not be read back the other.
+        key["open_to_everyone"] = open_modules
+        key["strict"] = settings.strict
+    return key
 
 
 def cache_file(home: Path, settings: PluginSettings) -> Path:
@@ -151,19 +213,90 @@ def read(path: Path, key: dict[str, Any]) -> Catalogue | None:
     from expediter.core.discovery.catalogue import Catalogue
 
     try:
-        return Catalogue.from_dict(data["catalogue"])
-    except (KeyError, TypeError, ValueError) as exc:
+        catalogue = Catalogue.from_dict(data["catalogue"])
+        mismatch = _mismatch(catalogue, key)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         logger.warning("manifest cache %s is malformed (%s); rebuilding it", path, exc)
         return None
+    if mismatch is not None:
+        logger.warning(
+            "manifest cache %s names %s, which no discovery source finds; ignoring it and "
+            "rebuilding it (nothing it names was imported)",
+            path,
+            mismatch,
+        )
+        return None
+    return catalogue
+
+
+def _switches(key: Mapping[str, Any]) -> PluginSettings | None:
+    """The plugin switches a key was made with; None when they switch nothing off (or the
+    key has none)."""
+    saved = key.get("settings")
+    if not isinstance(saved, dict):
+        return None
+    load_only = saved.get("load_only")
+    disabled = saved.get("disabled") or ()
+    autoload, builtins = bool(saved.get("autoload", True)), bool(saved.get("builtins", True))
+    if not disabled and load_only is None and autoload and builtins:
+        # Every pack is allowed: not asking saves a warm `tools list` with 500 packs ~1.5 ms
+        # of its budget, 10x `python -c pass` (DESIGN.md section 9).
+        return None
+    from expediter.core.config import PluginSettings
+
+    return PluginSettings(
+        disabled=frozenset(disabled),
+        load_only=None if load_only is None else frozenset(load_only),
+        autoload=autoload,
+        builtins=builtins,
+    )
+
+
+def _mismatch(catalogue: Catalogue, key: Mapping[str, Any]) -> str | None:
+    """What a cached catalogue names that discovery would not find with this key (a pack
+    somewhere else, a switched-off pack, a tool no pack registers), or None."""
+    directories = key.get("directories") or []
+    built_in = _local_modules(directories[0]) if directories else {}
+    local: dict[str, str] = {}
+    for state in directories[1:]:
+        local.update(_local_modules(state))
+    switches = _switches(key)
+    for pack in catalogue.packs:
+        where = pack.location
+        path = where.path if isinstance(where.path, str) else None
+        if pack.source == "built-in":
+            stem = built_in.get(path or "")
+            found = stem == pack.name and where.module == f"expediter.plugins.{stem}"
+        elif pack.source == "directory":
+            found = local.get(path or "") == pack.name and where.module is None
+        else:
+            # Entry points are checked against what is installed before the pack is imported.
+            found = pack.source == "entry-point" and where.path is None and where.module is None
+        found = found and (pack.source == "entry-point" or not where.entry_points)
+        if found and switches is not None:
+            aliases = (pack.name, *(name for name, _ in where.entry_points))
+            found = switches.allows(
+                aliases,
+                entry_point=pack.source == "entry-point",
+                built_in=pack.source == "built-in",
+            )
+        if not found:
+            return f"pack {pack.name!r} ({pack.source}, {path or where.module or 'no file'})"
+    registered = {pack.id: pack.tools for pack in catalogue.packs}
+    for tool in catalogue.tools:
+        if tool.name not in registered.get(tool.pack_id, ()):
+            return f"tool {tool.name!r}, which no pack registers"
+    return None
 
 
 def write(path: Path, key: dict[str, Any], catalogue: Catalogue) -> None:
-    """Save the catalogue atomically; a cache that cannot be written is only logged."""
+    """Save the catalogue atomically, readable by its owner only; a cache that cannot be
+    written is only logged."""
     payload = {"key": key, "catalogue": catalogue.to_dict()}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with open(temporary, "w", encoding="utf-8", opener=private_opener) as handle:
             json.dump(payload, handle)
         os.replace(temporary, path)
     except OSError as exc:
@@ -288,7 +421,7 @@ def _write_commands(directory: Path, key: dict[str, Any], packs: Sequence[PackIn
         del entries[next(iter(entries))]
     try:
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with open(temporary, "w", encoding="utf-8", opener=private_opener) as handle:
             json.dump({"entries": entries}, handle)
         os.replace(temporary, path)
     except OSError as exc:

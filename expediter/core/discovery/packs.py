@@ -2,6 +2,11 @@
 
 Finding reads metadata only; importing happens in ``load_pack``; describing a tool asks its
 hooks for actions and configuration. One broken pack is recorded with its error and skipped.
+
+A pack read back from the manifest cache is checked before it is imported: its entry points
+must be ones its distribution lists now (``importlib.metadata``); its file was checked when
+the cache was read (``manifest.read``). A tools module every user may change is imported with a
+warning, or under ``EXPEDITER_STRICT_PLUGINS`` not at all.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from expediter.core.discovery.catalogue import (
     ToolInfo,
 )
 from expediter.core.discovery.loading import ToolType, coerce_actions, make_relay
+from expediter.core.discovery.manifest import open_to_everyone
 from expediter.core.records.text import clean_text
 from expediter.hookspecs import HOST_HOOKS, PROJECT_NAME, TOOL_HOOKS
 from expediter.hookspecs import host as host_spec
@@ -80,6 +86,11 @@ class PackRef:
     location: PackLocation
     #: Every name the switches may use for this pack (distribution, entry point, module).
     aliases: tuple[str, ...] = ()
+    #: ``EXPEDITER_STRICT_PLUGINS``: a module every user may change is not imported.
+    strict: bool = False
+    #: Found by discovery just now; else (read back from the manifest cache) its entry points
+    #: are checked against the installed distributions before any is loaded.
+    found: bool = False
 
 
 @attrs.define
@@ -173,7 +184,7 @@ def find_packs(settings: PluginSettings) -> list[PackRef]:
     found.extend(
         ref for ref in _entry_point_refs() if settings.allows(ref.aliases, entry_point=True)
     )
-    return found
+    return [attrs.evolve(ref, strict=settings.strict, found=True) for ref in found]
 
 
 # -- importing ------------------------------------------------------------------------------------
@@ -439,10 +450,37 @@ def _declares_name(obj: object) -> bool:
     return isinstance(getattr(obj, "name", None), str)
 
 
+def _installed_entry_points(distribution: str | None) -> set[tuple[str, str]]:
+    """``(name, value)`` of each entry point in the group that ``distribution`` lists now."""
+    from importlib.metadata import PackageNotFoundError, entry_points
+    from importlib.metadata import distribution as find_distribution
+
+    if not distribution:
+        return set()
+    try:
+        listed = find_distribution(distribution).entry_points.select(group=ENTRY_POINT_GROUP)
+    except (PackageNotFoundError, ValueError):
+        # An entry point whose distribution has no name is grouped under its own name.
+        listed = entry_points(group=ENTRY_POINT_GROUP).select(name=distribution)
+    return {(entry_point.name, entry_point.value) for entry_point in listed}
+
+
 def _load_entry_points(loader: _PackLoader) -> None:
     from importlib.metadata import EntryPoint
 
+    installed = (
+        None if loader.ref.found else _installed_entry_points(loader.ref.location.distribution)
+    )
     for ep_name, value in loader.ref.location.entry_points:
+        if installed is not None and (ep_name, value) not in installed:
+            problem = (
+                f"entry point {ep_name} = {value}: not installed (distribution "
+                f"{loader.ref.location.distribution!r} does not list it); not imported. The "
+                "tool cache does not match what is installed: run `expediter --refresh plugins`"
+            )
+            loader.errors.append(problem)
+            logger.warning("tool pack %s: %s", loader.ref.name, problem)
+            continue
         try:
             obj = EntryPoint(ep_name, value, ENTRY_POINT_GROUP).load()
             loader.add_object(obj, ep_name, module_is_tool=not _host_hooks(obj))
@@ -460,6 +498,19 @@ def _load_entry_points(loader: _PackLoader) -> None:
 
 def _load_module_file(loader: _PackLoader) -> None:
     location = loader.ref.location
+    problem = open_to_everyone(location.path) if location.path else None
+    if problem is not None:
+        if loader.ref.strict:
+            loader.errors.append(f"not imported (EXPEDITER_STRICT_PLUGINS is set): {problem}")
+            logger.warning(
+                "tool module %s not imported: %s",
+                loader.ref.name,
+                problem,
+                extra={"pack": loader.ref.name},
+            )
+            return
+        # Shown by `expediter plugins` too, which checks the modes as they are now.
+        logger.warning("tool module %s: %s", loader.ref.name, problem)
     try:
         if location.module is not None:
             module = importlib.import_module(location.module)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from expediter.core.ledger.database import Database, default_url
 from expediter.core.ledger.ledger import Attempt, Ledger, Proposal, parse_duration, redact
-from expediter.core.ledger.records import LedgerRow, ToolStats
+from expediter.core.ledger.records import DeadLetter, LedgerRow, ToolStats
 from expediter.core.records.statuses import LEDGER_STATUSES as STATUSES
 
 __all__ = [
     "STATUSES",
     "Attempt",
     "Database",
+    "DeadLetter",
     "Ledger",
     "LedgerRow",
     "Proposal",

@@ -18,13 +18,14 @@ class Attempt:
     attempt_id: str
     started: float
     #: True: this attempt created the row; False: the key existed (do not run);
-    #: None: the database was unreachable and the write went to the spool.
+    #: None: the database was unreachable and the write went to the spool. ``key`` is the
+    #: key's stored form, and becomes ``KEY#dup-N`` if a replay records this attempt as a
+    #: duplicate execution.
     created: bool | None
     status: str = "proposed"
-    #: False when neither the database nor the spool took the proposed row: the result is
-    #: then recorded with ``upsert_executed`` (the whole row at once).
+    #: Whether the database or the spool took the proposed row: always, since ``begin``
+    #: raises LedgerError (and the call does not run) when neither does.
     recorded: bool = True
-    row: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen(kw_only=True)

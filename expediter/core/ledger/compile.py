@@ -25,6 +25,7 @@ CHANNEL = "expediter_calls"
 #: The statements ``statements.py`` keeps, in order (the ``_notify`` ones exist on PostgreSQL).
 HOT_PATH = (
     "insert",
+    "insert_duplicate",
     "upsert",
     "finish",
     "finish_notify",
@@ -37,6 +38,8 @@ HOT_PATH = (
     "get",
 )
 COLUMNS = tuple(column.name for column in t.columns)
+#: Columns a new row leaves at their default (``duplicate_of`` is written for duplicates only).
+_DEFAULTED = frozenset({"late", "duplicate_of"})
 _RUNNING = ("proposed", "approved")
 _FINISHED = (
     "status",
@@ -86,7 +89,9 @@ def _statements(dialect: Dialect) -> dict[str, Any]:
     """The SQLAlchemy statements, by name."""
     pg = dialect == "postgresql"
     insert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(t)
-    values: dict[str, Any] = {name: sa.bindparam(name) for name in COLUMNS if name != "late"}
+    values: dict[str, Any] = {
+        name: sa.bindparam(name) for name in COLUMNS if name not in _DEFAULTED
+    }
     upsert = insert.values(**values)
     finish = (
         t.update()
@@ -156,6 +161,10 @@ def _statements(dialect: Dialect) -> dict[str, Any]:
     )
     return {
         "insert": insert.values(**values).on_conflict_do_nothing(index_elements=[t.c.key]),
+        # A duplicate execution found on replay, recorded as its own row (``KEY#dup-N``).
+        "insert_duplicate": insert.values(
+            **values, duplicate_of=sa.bindparam("duplicate_of")
+        ).on_conflict_do_nothing(index_elements=[t.c.key]),
         "upsert": upsert.on_conflict_do_update(
             index_elements=[t.c.key],
             set_={

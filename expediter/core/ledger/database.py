@@ -6,14 +6,18 @@ with statements compiled once by SQLAlchemy; SQLAlchemy engines are used only fo
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import attrs
 
+from expediter.core.environment import private_dir
+from expediter.core.records.redaction import HOST_PORTS, mask_url, mask_url_in
 from expediter.errors import LedgerError
 
 __all__ = [
@@ -26,6 +30,8 @@ __all__ = [
 Dialect = Literal["sqlite", "postgresql"]
 
 _SYNCHRONOUS = {"off", "normal", "full", "extra"}
+#: A '%' not followed by two hex digits: libpq refuses it, quoting the token.
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def default_url(home: Path) -> str:
@@ -33,25 +39,29 @@ def default_url(home: Path) -> str:
     return f"sqlite:///{home / 'expediter.db'}"
 
 
+def _masked_repr(value: str) -> str:
+    return repr(mask_url(value))
+
+
 @attrs.frozen
 class Database:
-    """A parsed database URL and how to connect to it."""
+    """A parsed database URL and how to connect to it (its repr hides the password)."""
 
-    url: str
+    url: str = attrs.field(repr=_masked_repr)
     dialect: Dialect
     #: SQLite: the file path; PostgreSQL: the libpq connection string.
-    target: str
+    target: str = attrs.field(repr=_masked_repr)
     #: SQLite's ``synchronous`` pragma (``normal`` unless the URL says ``?synchronous=full``).
     synchronous: str = "normal"
 
     @classmethod
     def parse(cls, url: str) -> Database:
         """Read ``sqlite:///path`` or ``postgresql[+psycopg]://user:pass@host:port/db``."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.split("+", 1)[0]
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        scheme, separator, rest = url.partition("://")
+        scheme = scheme.split("+", 1)[0].lower() if separator else ""
         if scheme == "sqlite":
-            path = url.split("://", 1)[1].split("?", 1)[0]
+            path, _, query_text = rest.partition("?")
+            query = {key: values[-1] for key, values in parse_qs(query_text).items()}
             path = path[1:] if path.startswith("/") else path
             if not path or path == ":memory:":
                 raise LedgerError("the ledger needs an SQLite file, not an in-memory database")
@@ -60,10 +70,12 @@ class Database:
                 raise LedgerError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}")
             return cls(url, "sqlite", os.path.expanduser(path), synchronous)
         if scheme in ("postgresql", "postgres"):
-            rest = url.split("://", 1)[1]
+            problem = _postgres_problem(rest)
+            if problem:
+                raise LedgerError(f"invalid database URL {mask_url(url)!r}: {problem}")
             return cls("postgresql+psycopg://" + rest, "postgresql", "postgresql://" + rest)
         raise LedgerError(
-            f"unsupported database URL {_redact(url)!r}: use sqlite:///path or postgresql://..."
+            f"unsupported database URL {mask_url(url)!r}: use sqlite:///path or postgresql://..."
         )
 
     @property
@@ -76,12 +88,17 @@ class Database:
     @property
     def display(self) -> str:
         """The URL without its password, for messages."""
-        return _redact(self.url)
+        return mask_url(self.url)
+
+    def scrub(self, text: str) -> str:
+        """A driver's error message with this database's password hidden (libpq quotes a
+        malformed URL, or a part of it, in its errors)."""
+        return mask_url_in(mask_url_in(text, self.target), self.url)
 
     def connect(self, timeout: float = 5.0) -> Any:
         """A new autocommit DBAPI connection."""
         if self.dialect == "sqlite":
-            Path(self.target).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(self.target))
             lite = sqlite3.connect(
                 self.target, timeout=timeout, isolation_level=None, check_same_thread=False
             )
@@ -100,20 +117,74 @@ class Database:
             ) from exc
         from psycopg.types.string import TextLoader
 
-        connection = psycopg.connect(
-            self.target, autocommit=True, connect_timeout=max(1, int(timeout)), prepare_threshold=0
-        )
+        failure: Exception | None = None
+        try:
+            connection = psycopg.connect(
+                self.target,
+                autocommit=True,
+                connect_timeout=max(1, int(timeout)),
+                prepare_threshold=0,
+            )
+        except psycopg.Error as exc:
+            scrubbed = self.scrub(str(exc))
+            if scrubbed == str(exc):
+                raise
+            failure = _same_error(exc, scrubbed)
+        if failure is not None:
+            # Raised outside the except block: the original (quoting the password) is not
+            # chained to it. Same type, so an outage is still told from a bug.
+            raise failure
         # JSON columns come back as text on both databases (LedgerRow decodes them once).
         for name in ("json", "jsonb"):
             connection.adapters.register_loader(name, TextLoader)
         return connection
 
 
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":***@", 1)
-    return url
+def _same_error(exc: Exception, message: str) -> Exception:
+    try:
+        return type(exc)(message)
+    except Exception:
+        return LedgerError(message)
+
+
+def _postgres_problem(rest: str) -> str | None:
+    """What libpq would refuse in a URL by quoting it (password included) in its error."""
+    hosts = rest[rest.rfind("@") + 1 :]
+    hosts = re.split(r"[/?]", hosts, maxsplit=1)[0]
+    for host in hosts.split(","):
+        if host.startswith("["):
+            address, closing, _ = host[1:].partition("]")
+            if not closing:
+                return "the IPv6 host address needs a closing ']' (e.g. postgresql://[::1]:5432/db)"
+            try:
+                ipaddress.IPv6Address(address)
+            except ValueError:
+                return "the host in brackets is not an IPv6 address (e.g. postgresql://[::1]/db)"
+        elif "[" in host or "]" in host:
+            return "a bracket in the host: only an IPv6 address goes in brackets"
+    head = rest.split("/", 1)[0]
+    if "@" not in head and "@" in rest[len(head) :] and not HOST_PORTS.fullmatch(head):
+        # ``user:pa/ss@host``: libpq ends the user part at the first '/', misreading the rest.
+        return "write a '/' in a user name or password as %2F"
+    if _BAD_PERCENT.search(rest):
+        return (
+            "'%' must start a percent-encoded byte such as %40; write a '%' in a user name or "
+            "password as %25"
+        )
+    return None
+
+
+def _create_private(path: Path) -> None:
+    """The SQLite file and its folder usable by their owner only (0600 in 0700): sqlite
+    creates ``-wal`` and ``-shm`` with the database file's permissions."""
+    private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    except FileExistsError:
+        return  # an existing ledger keeps the mode its owner gave it
+    except OSError:
+        return  # sqlite3 reports why it cannot open the file
+    os.close(fd)
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -128,7 +199,12 @@ def is_outage(exc: BaseException) -> bool:
     if module.startswith("psycopg"):
         import psycopg
 
-        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+        if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return False
+        # Class 54 (program limit exceeded, e.g. an index row too large) is a refusal of this
+        # write, not an outage: spooling it would only replay the refusal.
+        sqlstate = getattr(exc, "sqlstate", None) or ""
+        return not sqlstate.startswith("54")
     return isinstance(exc, ConnectionError | TimeoutError)
 
 

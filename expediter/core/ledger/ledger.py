@@ -3,6 +3,12 @@
 One held autocommit connection per process, statements compiled once, a lease on every running
 call renewed by a background thread, and an on-disk spool that keeps writes in order while the
 database cannot be reached, replayed when it answers again.
+
+Delivery guarantees (DESIGN.md section 6; docs/ledger.md, "Delivery guarantees"): by default a
+call runs even while the database is unreachable, and every execution is recorded (at least
+once, never silently twice): a key already in this host's spool is refused, and a duplicate
+execution that still happens is recorded on replay as its own row. With ``fail_closed=True``
+nothing runs unless the database took its ``proposed`` row first (at most once).
 """
 
 from __future__ import annotations
@@ -14,28 +20,33 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import attrs
 
+from expediter.core.ledger import operations
 from expediter.core.ledger.attempts import Attempt, Proposal
 from expediter.core.ledger.columns import (
+    ARGUMENTS_LIMIT,
+    KEY_LIMIT,
     RESULT_LIMIT,
     capped,
     column_text,
-    forks,
     json_column,
     new_attempt_id,
     parse_duration,
+    stored_key,
 )
 from expediter.core.ledger.database import Database, default_url, is_instantly_busy, is_outage
-from expediter.core.ledger.records import LedgerRow, ToolStats
+from expediter.core.ledger.leases import LeaseKeeper
+from expediter.core.ledger.reading import CLIENT_SIDE, LedgerReads
+from expediter.core.ledger.records import DeadLetter
 from expediter.core.ledger.repository import INSERT_ORDER, Repository, Statements
 from expediter.core.ledger.schema import HEAD, current_revision, upgrade
-from expediter.core.ledger.spool import Spool
-from expediter.core.ledger.waiting import FINAL_STATUSES, sleeper_for, wait_for
+from expediter.core.ledger.spool import AlreadySpooled, Spool
+from expediter.core.ledger.waiting import FINAL_STATUSES
 from expediter.core.records.redaction import redact
 from expediter.errors import LedgerError
 
@@ -43,24 +54,27 @@ if TYPE_CHECKING:
     from expediter.core.config import HostConfig
 
 __all__ = [
+    "ARGUMENTS_LIMIT",
     "CLIENT_SIDE",
     "FINAL_STATUSES",
     "RESULT_LIMIT",
     "Attempt",
+    "DeadLetter",
     "Ledger",
     "Proposal",
     "parse_duration",
     "redact",
 ]
 
-#: The ``decision`` of a call the application runs itself (waiting for its result).
-CLIENT_SIDE = "client_side"
 
 logger = logging.getLogger(__name__)
 
 _SWEEP_BATCH = 1000
 #: ``_write``'s answer when a write reached neither the database nor the spool.
 _LOST = object()
+_DOWN = "unreachable"
+#: ``begin``'s text values in one string, checked at once (the quickest way measured).
+_PROBE = "%s" * 11
 #: ``_write``'s answer when a fail-closed ledger could not record a call (so it must not run).
 _REFUSED = object()
 #: The writes that create rows (refused rather than spooled by a fail-closed ledger).
@@ -69,7 +83,7 @@ T = TypeVar("T")
 
 
 @final
-class Ledger:
+class Ledger(LedgerReads):
     """Records calls; reads them back for ``expediter ledger`` and the Python API."""
 
     def __init__(
@@ -94,17 +108,16 @@ class Ledger:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         digest = hashlib.sha256(self.database.url.encode()).hexdigest()[:16]
         self.spool = Spool(home / "spool" / f"ledger-{digest}.jsonl")
+        # The keys a previous run left in the spool are refused while the database is down.
+        self.spool.load()
         self._statements = Statements(self.database.dialect)
         self._repository: Repository | None = None
         self._lock = threading.RLock()
         self._retry_at = 0.0
         self._backoff = 0.5
         self._spooled = self.spool.pending()
-        self._running: dict[str, Attempt] = {}
-        self._keeper: threading.Thread | None = None
-        #: ``forks()`` when the keeper started (-1: not started).
-        self._keeper_fork = -1
-        self._closed = threading.Event()
+        #: The attempts running in this process, their leases renewed.
+        self.leases = LeaseKeeper(self.lease_seconds, self._renew_lease)
 
     @classmethod
     def from_config(cls, config: HostConfig, *, fail_closed: bool = False) -> Ledger:
@@ -210,42 +223,25 @@ class Ledger:
 
     def close(self) -> None:
         """Stop renewing leases and close the connection."""
-        self._closed.set()
+        self.leases.close()
         with self._lock:
             self._disconnect()
 
     # -- writing ------------------------------------------------------------------------------
 
     def _apply(self, repository: Repository, operation: str, params: dict[str, Any]) -> Any:
-        if operation == "insert":
-            if repository.insert(params):
-                return True
-            # A retry after a lost reply (or a replay) may meet the row this attempt wrote.
-            existing = repository.get(params["key"])
-            return existing is not None and existing.get("attempt_id") == params["attempt_id"]
-        if operation == "insert_many":
-            rows = params["rows"]
-            created = repository.insert_many(rows)
-            for index, row in enumerate(rows):
-                if not created[index]:
-                    existing = repository.get(row["key"])
-                    created[index] = (
-                        existing is not None and existing.get("attempt_id") == row["attempt_id"]
-                    )
-            return created
-        if operation == "upsert":
-            return repository.upsert_executed(params)
-        if operation == "finish":
-            if repository.finish(**params):
-                return True
-            # Swept while it ran: the result still counts, marked late.
-            late = {**params, "expected": "abandoned", "late": True}
-            return repository.finish(**late)
-        if operation == "decide":
-            return repository.decide(**params)
-        if operation == "confirm":
-            return repository.confirm(**params)
-        raise LedgerError(f"unknown ledger operation {operation!r}")
+        return operations.apply(repository, operation, params)
+
+    def _replayed(self, repository: Repository, operation: str, params: dict[str, Any]) -> Any:
+        """Apply a write from the spool (or a dead letter): its call may have run already."""
+        return operations.apply(repository, operation, params, replaying=True, moved=self._moved)
+
+    def _moved(self, key: str, attempt_id: str, row_key: str) -> None:
+        """A replay recorded attempt ``attempt_id`` as a duplicate: if it still runs here, its
+        lease and its result go to that row."""
+        attempt = self.leases.get(attempt_id)
+        if attempt is not None and attempt.key == key:
+            attempt.key = row_key
 
     def _write(self, operation: str, params: dict[str, Any]) -> Any:
         """Run a write, or keep it in the spool while the database is unreachable."""
@@ -289,7 +285,7 @@ class Ledger:
             if refuse:
                 return _REFUSED
             try:
-                self.spool.append(operation, params)
+                return self._spool(operation, params)
             except OSError as exc:
                 logger.error(
                     "ledger write %s lost: neither the database nor the spool %s took it (%s)",
@@ -298,16 +294,63 @@ class Ledger:
                     exc,
                 )
                 return _LOST
-            self._spooled = True
-            return None
+
+    def _spool(self, operation: str, params: dict[str, Any]) -> Any:
+        """Keep a write in the spool; None, or for ``insert_many`` a list with None for each
+        row kept and False for each row whose key the spool (or the batch) already holds."""
+        if operation == "insert_many":
+            answer = self._spool_rows(params["rows"])
+        else:
+            if operation == "decide":
+                attempt = self.spool.keys.get(params["key"])
+                if attempt is not None:
+                    params = {**params, "for_attempt": attempt}
+            try:
+                self.spool.append(operation, params)
+            except AlreadySpooled as exc:
+                raise LedgerError(
+                    f"the call {params['key']!r} is already recorded in this host's spool "
+                    f"(the ledger at {self.database.display} is {_DOWN}): it was not run again"
+                ) from exc
+            answer = None
+        self._spooled = True
+        return answer
+
+    def _spool_rows(self, rows: list[dict[str, Any]]) -> list[Any]:
+        """Spool a batch's rows as one append of ``insert`` writes (each replayed, and if need
+        be set aside, on its own), leaving out keys already spooled or repeated."""
+        refused: set[str] = set()
+        while True:
+            seen: set[str] = set()
+            kept = []
+            for row in rows:
+                key = row["key"]
+                if key not in refused and key not in seen and key not in self.spool.keys:
+                    kept.append(row)
+                seen.add(key)
+            try:
+                if kept:
+                    self.spool.extend([("insert", row) for row in kept])
+            except AlreadySpooled as exc:  # another process spooled some meanwhile
+                refused.update(exc.keys)
+                continue
+            chosen = {id(row) for row in kept}
+            return [None if id(row) in chosen else False for row in rows]
 
     def _replay_and_apply(
         self, repository: Repository, operation: str, params: dict[str, Any]
     ) -> Any:
         if self._spooled:
-            self.spool.replay(lambda op, p: self._apply(repository, op, p))
-            self._spooled = self.spool.pending()
+            self._replay_spool(repository)
         return self._apply(repository, operation, params)
+
+    def _replay_spool(self, repository: Repository) -> int:
+        """Apply the spool; a write the database refuses for good becomes a dead letter."""
+        done = self.spool.replay(
+            functools.partial(self._replayed, repository), refused=_refused_for_good
+        )
+        self._spooled = self.spool.pending()
+        return done
 
     def begin(
         self,
@@ -330,15 +373,30 @@ class Ledger:
     ) -> Attempt:
         """Record a call as ``proposed`` (with a lease when it is about to run), before it runs.
 
-        ``request`` is what a paused call needs to resume in another process. With
-        ``fail_closed`` an unreachable database raises LedgerError (the call must not run).
+        ``request`` is what a paused call needs to resume in another process. Every value is
+        stored in a form both databases take (see ``columns``; the attempt's ``key`` is the
+        key's stored form). LedgerError means the call must not run: the database is
+        unreachable and ``fail_closed`` is set, or the key is already in this host's spool, or
+        neither the database nor the spool could take the record.
         """
         now = time.time()
         attempt_id = new_attempt_id()
+        # Every value storable on both databases (columns.py); one check of all the texts at
+        # once for the common case, plain short ASCII (the per-call budgets).
+        probe = _PROBE % (
+            key, call_id, name, message_id, run_id, user_id, owner_id, instance_id, tool, action,
+            decision,
+        )  # fmt: skip
+        if len(probe) > KEY_LIMIT or not probe.isascii() or "\x00" in probe:
+            key, message_id, user_id = stored_key(key), stored_key(message_id), stored_key(user_id)
+            call_id = column_text(call_id)
+            name, run_id, owner_id, instance_id, tool, action, decision = map(
+                column_text, (name, run_id, owner_id, instance_id, tool, action, decision)
+            )
         # The values in INSERT_ORDER, written on the held connection without building the row
         # dict, which only a spooled or retried write needs: with 4 workers on 2 cores every
         # bit of Python per call shows (DESIGN.md section 9, the throughput budget).
-        recorded = None if arguments is None else json_column(redact(arguments))
+        recorded = None if arguments is None else capped(redact(arguments), ARGUMENTS_LIMIT)
         values = (
             key, call_id, name, message_id, run_id, user_id, owner_id, instance_id, tool, action,
             recorded, decision, None, "proposed",
@@ -357,16 +415,24 @@ class Ledger:
                 created = self._write("insert", dict(zip(INSERT_ORDER, values, strict=True)))
         if created is _REFUSED:
             raise self._refused()
+        if created is _LOST:
+            raise self._lost()
         if created is True and lease:
             attempt = Attempt(key, user_id, attempt_id, time.monotonic(), True)
-            self._hold(attempt)
+            self.leases.hold(attempt)
             return attempt
-        return self._started(dict(zip(INSERT_ORDER, values, strict=True)), created, lease)
+        return self._started(key, user_id, attempt_id, created, lease)
 
     def begin_many(self, proposals: Sequence[Proposal]) -> list[Attempt]:
         """Record several calls (e.g. one turn's) as ``proposed`` in one commit; one attempt
         per proposal, in order, each with ``created`` as ``begin`` reports it (a key that
-        already exists, in the database or earlier in ``proposals``, is ``created=False``)."""
+        already exists, in the database or earlier in ``proposals``, is ``created=False``).
+
+        While the database is unreachable the rows go to the spool, and a key this host's
+        spool already holds is ``created=False`` too (it must not run again). LedgerError when
+        neither the database nor the spool takes them (none may run), or with
+        ``fail_closed`` while the database is unreachable.
+        """
         if not proposals:
             return []
         now = time.time()
@@ -374,10 +440,10 @@ class Ledger:
         created = self._write("insert_many", {"rows": rows})
         if created is _REFUSED:
             raise self._refused()
-        if not isinstance(created, list):  # spooled (None) or lost: the same for every row
-            created = [created] * len(rows)
+        if created is _LOST:
+            raise self._lost()
         return [
-            self._started(row, done, proposal.lease)
+            self._started(row["key"], row["user_id"], row["attempt_id"], done, proposal.lease)
             for row, done, proposal in zip(rows, created, proposals, strict=True)
         ]
 
@@ -402,18 +468,18 @@ class Ledger:
     ) -> dict[str, Any]:
         """The ``proposed`` row of a call (the parameters in ``Proposal``'s field order)."""
         return {
-            "key": key,
-            "call_id": call_id,
-            "name": name,
-            "message_id": message_id,
-            "run_id": run_id,
-            "user_id": user_id,
-            "owner_id": owner_id,
-            "instance_id": instance_id,
-            "tool": tool,
-            "action": action,
-            "arguments": None if arguments is None else json_column(redact(arguments)),
-            "decision": decision,
+            "key": stored_key(key),
+            "call_id": column_text(call_id),
+            "name": column_text(name),
+            "message_id": stored_key(message_id),
+            "run_id": column_text(run_id),
+            "user_id": stored_key(user_id),
+            "owner_id": column_text(owner_id),
+            "instance_id": column_text(instance_id),
+            "tool": column_text(tool),
+            "action": column_text(action),
+            "arguments": None if arguments is None else capped(redact(arguments), ARGUMENTS_LIMIT),
+            "decision": column_text(decision),
             "decided_by": None,
             "decision_reason": column_text(reason),
             "status": "proposed",
@@ -435,23 +501,20 @@ class Ledger:
             "the call was not run"
         )
 
-    def _started(self, row: dict[str, Any], created: Any, lease: bool) -> Attempt:
-        """The attempt of a ``proposed`` row, given what writing it answered."""
-        recorded = created is not _LOST
-        if not recorded:
-            created = None
-        attempt = Attempt(
-            row["key"],
-            row["user_id"],
-            row["attempt_id"],
-            time.monotonic(),
-            created,
-            recorded=recorded,
+    def _lost(self) -> LedgerError:
+        return LedgerError(
+            f"neither the ledger at {self.database.display} nor its spool {self.spool.path} "
+            "could record the call, so it was not run; check that the data directory "
+            "(EXPEDITER_HOME) is writable"
         )
-        if not recorded:
-            attempt.row = row
+
+    def _started(
+        self, key: str, user_id: str | None, attempt_id: str, created: Any, lease: bool
+    ) -> Attempt:
+        """The attempt of a ``proposed`` row, given what writing it answered."""
+        attempt = Attempt(key, user_id, attempt_id, time.monotonic(), created)
         if created is not False and lease:
-            self._hold(attempt)
+            self.leases.hold(attempt)
         return attempt
 
     def decide(
@@ -474,6 +537,7 @@ class Ledger:
         is never spooled: with the database unreachable it raises LedgerError.
         """
         now = time.time()
+        key, user_id = stored_key(key), stored_key(user_id)
         claim = status == "approved"
         attempt_id = new_attempt_id() if claim else None
         params = {
@@ -481,8 +545,8 @@ class Ledger:
             "user_id": user_id,
             "expected": expected,
             "status": status,
-            "decision": decision,
-            "decided_by": decided_by,
+            "decision": column_text(decision),
+            "decided_by": column_text(decided_by),
             "now": now,
             "error": column_text(reason) if status == "denied" else None,
             "decision_reason": column_text(reason),
@@ -501,16 +565,8 @@ class Ledger:
         created = True if applied is True else None
         attempt = Attempt(key, user_id, attempt_id or "", time.monotonic(), created, status)
         if claim and created:
-            self._hold(attempt)
+            self.leases.hold(attempt)
         return attempt
-
-    def pending_approvals(self, *, limit: int = 0) -> list[LedgerRow]:
-        """Calls waiting for a human's decision, oldest first (client-side calls excluded)."""
-        from expediter.core.ledger import queries
-
-        query, params = queries.pending_approvals(client_side=CLIENT_SIDE, limit=limit)
-        found = self._read(lambda repository: repository.select(query, params))
-        return [LedgerRow.from_db(row) for row in found]
 
     def finish(
         self,
@@ -525,8 +581,7 @@ class Ledger:
         if attempt.created is False:
             return False
         key = attempt.key
-        if self._running.get(key) is attempt:
-            del self._running[key]
+        self.leases.release(attempt)
         now = time.time()
         expected = attempt.status
         if attempt.recorded and (expected == "proposed" or expected == "approved"):
@@ -555,14 +610,7 @@ class Ledger:
             "finished_at": now,
             "duration_ms": duration_ms,
         }
-        if not attempt.recorded:
-            row = {**attempt.row, **params, "updated_at": now, "lease_expires_at": None}
-            for name in ("expected", "user_id", "attempt_id", "key"):
-                row.pop(name, None)
-            row.update(key=attempt.key, user_id=attempt.user_id, attempt_id=attempt.attempt_id)
-            applied = self._write("upsert", row)
-        else:
-            applied = self._write("finish", params)
+        applied = self._write("finish", params)
         if applied is _LOST:
             return None
         if applied is False:
@@ -571,42 +619,26 @@ class Ledger:
 
     def confirm(self, message_id: str) -> int | None:
         """Mark a message's executed calls ``confirmed`` (the model saw their results)."""
-        return self._write("confirm", {"message_id": message_id, "now": time.time()})  # type: ignore[no-any-return]
+        params = {"message_id": stored_key(message_id), "now": time.time()}
+        return self._write("confirm", params)  # type: ignore[no-any-return]
 
     # -- leases -------------------------------------------------------------------------------
 
-    def _hold(self, attempt: Attempt) -> None:
-        self._running[attempt.key] = attempt
-        # The keeper runs until close(); only a forked child needs its own (an int compare
-        # per call instead of Thread.is_alive(): the per-call budgets).
-        if self._keeper_fork != forks():
-            with self._lock:
-                if self._keeper_fork != forks():
-                    self._keeper = threading.Thread(
-                        target=self._renew_leases, name="expediter-lease", daemon=True
-                    )
-                    self._keeper.start()
-                    self._keeper_fork = forks()
-
-    def _renew_leases(self) -> None:
-        interval = max(0.05, self.lease_seconds / 3)
-        while not self._closed.wait(interval):
-            for attempt in list(self._running.values()):
-                if time.monotonic() - attempt.started < interval:
-                    continue
-                try:
-                    with self._lock:
-                        renewed = self._attempt(functools.partial(self._renew, attempt))
-                    if not renewed and attempt.key in self._running:
-                        logger.warning("could not renew the lease of ledger row %s", attempt.key)
-                except Exception as exc:
-                    logger.warning("renewing the lease of %s failed: %s", attempt.key, exc)
+    def _renew_lease(self, attempt: Attempt) -> bool:
+        with self._lock:
+            return self._attempt(functools.partial(self._renew, attempt))
 
     def _renew(self, attempt: Attempt, repository: Repository) -> bool:
         until = time.time() + self.lease_seconds
-        return repository.renew(
-            attempt.key, attempt.user_id, attempt.attempt_id, attempt.status, until
-        )
+        key, attempt_id = attempt.key, attempt.attempt_id
+        if repository.renew(key, attempt.user_id, attempt_id, attempt.status, until):
+            return True
+        # Its row may be a duplicate's, recorded by a replay in another process.
+        found = operations.row_of(repository, key, attempt_id)
+        if found is None or found == key:
+            return False
+        attempt.key = found
+        return repository.renew(found, attempt.user_id, attempt_id, attempt.status, until)
 
     def sweep(self) -> list[str]:
         """Mark rows whose lease expired (their worker died) ``abandoned``, and approvals older
@@ -626,85 +658,80 @@ class Ledger:
         return self._read(sweep_all)
 
     def replay(self) -> int:
-        """Apply the spooled writes now; returns how many were applied."""
+        """Apply the spooled writes now; returns how many were applied. A write the database
+        refuses for good is set aside (``deadletters``); LedgerError when the database cannot
+        be reached."""
         with self._lock:
-            done = self._read(
-                lambda repository: self.spool.replay(lambda op, p: self._apply(repository, op, p))
-            )
-            self._spooled = self.spool.pending()
+            try:
+                done = self._read(self._replay_spool)
+            except (LedgerError, OSError):
+                raise
+            except Exception as exc:
+                raise LedgerError(f"replaying the spool {self.spool.path} failed: {exc}") from exc
             if not self._spooled:
                 self._retry_at, self._backoff = 0.0, 0.5
             return done
 
-    # -- reading ------------------------------------------------------------------------------
+    # -- dead letters -------------------------------------------------------------------------
 
-    def get(self, key: str) -> LedgerRow | None:
-        """The row of a key, or None."""
-        row = self._read(lambda repository: repository.get(key))
-        return None if row is None else LedgerRow.from_db(row)
+    def deadletters(self) -> list[DeadLetter]:
+        """The spooled writes the database refused for good, set aside, oldest first."""
+        return [_dead_letter(entry) for entry in self.spool.deadletters()]
 
-    def rows(
-        self,
-        *,
-        status: str | None = None,
-        user_id: str | None = None,
-        tool: str | None = None,
-        since: float | None = None,
-        limit: int = 100,
-    ) -> list[LedgerRow]:
-        """Rows newest first, filtered; ``since`` is seconds ago; ``limit=0`` for all."""
-        from expediter.core.ledger import queries
-
-        query, params = queries.rows(
-            status=status, user_id=user_id, tool=tool, since=since, limit=limit
-        )
-        found = self._read(lambda repository: repository.select(query, params))
-        return [LedgerRow.from_db(row) for row in found]
-
-    def stats(self, *, since: float | None = None) -> list[ToolStats]:
-        """Calls, failures and p50/p95 duration per tool."""
-        from expediter.core.ledger import queries
-
-        query, params = queries.stats(since=since)
-        found = self._read(lambda repository: repository.select(query, params))
-        return queries.tool_stats(found)
-
-    def wait(self, keys: Iterable[str], timeout: float | None = None) -> dict[str, LedgerRow]:
-        """Wait until every key's call is final (executed, confirmed, failed, denied or
-        abandoned), or ``timeout`` seconds (None: no limit); the rows final by then, by key.
-
-        Never raises for a timeout, and an unknown key just never becomes final. PostgreSQL
-        wakes it with LISTEN on a connection of its own; on SQLite it polls.
-        """
-
-        def final(pending: list[str]) -> dict[str, LedgerRow]:
-            found = self._read(lambda repository: repository.get_many(pending))
-            return {
-                key: LedgerRow.from_db(row)
-                for key, row in found.items()
-                if row["status"] in FINAL_STATUSES
-            }
-
-        return wait_for(
-            list(dict.fromkeys(keys)), timeout, lambda: sleeper_for(self.database), final
+    def _deadletter(self, letter_id: str) -> DeadLetter:
+        for letter in self.deadletters():
+            if letter.id == letter_id:
+                return letter
+        raise LedgerError(
+            f"there is no dead letter {letter_id!r}: `expediter ledger deadletters` lists them"
         )
 
-    def keys_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
-        """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted."""
-        import sqlalchemy as sa
+    def retry_deadletter(self, letter_id: str) -> None:
+        """Apply a dead letter again; it is removed when the database takes it. LedgerError
+        (the letter kept) when the database refuses it again or cannot be reached."""
+        letter = self._deadletter(letter_id)
+        with self._lock:
+            try:
+                self._attempt(
+                    lambda repository: self._replayed(
+                        repository, letter.operation, dict(letter.params)
+                    )
+                )
+            except Exception as exc:
+                if is_outage(exc):
+                    self._disconnect()
+                    raise LedgerError(
+                        f"the ledger at {self.database.display} is {_DOWN} ({exc}); dead "
+                        f"letter {letter_id} is kept"
+                    ) from exc
+                error = " ".join((str(exc) or type(exc).__name__).split())
+                raise LedgerError(
+                    f"the database refused dead letter {letter_id} again: {error}"
+                ) from exc
+        self.spool.remove_deadletter(letter_id)
 
-        from expediter.core.ledger.tables import tool_call_attempts as t
+    def drop_deadletter(self, letter_id: str) -> None:
+        """Delete a dead letter (its write is given up); LedgerError for an unknown id."""
+        if not self.spool.remove_deadletter(letter_id):
+            self._deadletter(letter_id)  # raises: no such letter
+            raise LedgerError(f"dead letter {letter_id!r} could not be removed")
 
-        # LIKE (its wildcards escaped) can use an index; substr keeps it exact where LIKE
-        # ignores case (SQLite).
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = (
-            sa.select(t.c.key)
-            .where(t.c.key.like(sa.bindparam("f_pattern"), escape="\\"))
-            .where(sa.func.substr(t.c.key, 1, len(prefix)) == sa.bindparam("f_prefix"))
-            .order_by(t.c.key)
-            .limit(max(1, limit))
-        )
-        params = {"f_pattern": escaped + "%", "f_prefix": prefix}
-        found = self._read(lambda repository: repository.select(query, params))
-        return [str(row["key"]) for row in found]
+
+def _refused_for_good(exc: BaseException) -> bool:
+    """Whether a replayed write's error is the database refusing it (set it aside), not an
+    outage (stop and keep it)."""
+    return not is_outage(exc)
+
+
+def _dead_letter(entry: dict[str, Any]) -> DeadLetter:
+    """A dead-letter file's entry as a record."""
+    key = entry.get("key")
+    moment = entry.get("set_aside_at")
+    return DeadLetter(
+        id=str(entry.get("id")),
+        operation=str(entry.get("operation")),
+        key=None if key is None else str(key),
+        error=str(entry.get("error") or ""),
+        set_aside_at=float(moment) if isinstance(moment, int | float) else 0.0,
+        params=dict(entry.get("params") or {}),
+    )

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from expediter.core.ledger.records import ToolStats
 from expediter.core.ledger.tables import tool_call_attempts as t
 
-__all__ = ["pending_approvals", "rows", "stats", "tool_stats"]
+__all__ = ["duplicates", "keys_with_prefix", "pending_approvals", "rows", "stats", "tool_stats"]
 
 Query = tuple[Any, dict[str, Any]]
 
@@ -70,6 +70,32 @@ def pending_approvals(*, client_side: str, limit: int = 0) -> Query:
     if limit > 0:
         query = query.limit(limit)
     return query, {}
+
+
+def keys_with_prefix(prefix: str, limit: int = 10) -> Query:
+    """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted."""
+    # LIKE (its wildcards escaped) can use an index; substr keeps it exact where LIKE
+    # ignores case (SQLite).
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = (
+        sa.select(t.c.key)
+        .where(t.c.key.like(sa.bindparam("f_pattern"), escape="\\"))
+        .where(sa.func.substr(t.c.key, 1, len(prefix)) == sa.bindparam("f_prefix"))
+        .order_by(t.c.key)
+        .limit(max(1, limit))
+    )
+    return query, {"f_pattern": escaped + "%", "f_prefix": prefix}
+
+
+def duplicates(key: str) -> Query:
+    """The keys of the duplicate executions of ``key`` recorded on replay, oldest first
+    (``ix_tool_call_attempts_duplicate``)."""
+    query = (
+        sa.select(t.c.key)
+        .where(t.c.duplicate_of == sa.bindparam("f_key"))
+        .order_by(t.c.attempted_at, t.c.key)
+    )
+    return query, {"f_key": key}
 
 
 def tool_stats(found: list[dict[str, Any]]) -> list[ToolStats]:

@@ -11,7 +11,7 @@ import attrs
 
 from expediter.core.records.convert import json_form, unstructure
 
-__all__ = ["LedgerRow", "ToolStats", "iso"]
+__all__ = ["DeadLetter", "LedgerRow", "ToolStats", "iso"]
 
 
 def iso(moment: float | None) -> str | None:
@@ -35,7 +35,7 @@ _ROW_KEYS = (
     "key", "call_id", "message_id", "run_id", "user_id", "owner_id", "instance_id", "tool",
     "action", "status", "decision", "error", "attempted_at", "finished_at", "duration_ms",
     "name", "arguments", "result", "decided_by", "decision_reason", "updated_at",
-    "lease_expires_at", "worker_id", "late",
+    "lease_expires_at", "worker_id", "late", "duplicate_of",
 )  # fmt: skip
 _TIMES = ("attempted_at", "finished_at", "updated_at", "lease_expires_at")
 
@@ -72,6 +72,9 @@ class LedgerRow:
     late: bool = False
     #: A paused call's resume data (tool, instance, action, arguments, ids).
     request: Any = None
+    #: For a duplicate execution recorded on replay (key ``KEY#dup-N``): the ``KEY`` it
+    #: duplicates (see ``Ledger.duplicates``).
+    duplicate_of: str | None = None
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> LedgerRow:
@@ -102,4 +105,28 @@ class ToolStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
+        return unstructure(self)
+
+
+@json_form(dump={"set_aside_at": iso})
+@attrs.frozen(kw_only=True)
+class DeadLetter:
+    """A spooled write the database refused for good, set aside so later writes go on
+    (``expediter ledger deadletters``)."""
+
+    #: Names it for ``retry_deadletter`` / ``drop_deadletter``.
+    id: str
+    #: The ledger operation (``insert``, ``finish``, ``decide``, ...).
+    operation: str
+    #: The call's key (None for an operation on several calls, e.g. ``confirm``).
+    key: str | None
+    #: What the database answered.
+    error: str
+    #: When it was set aside (seconds since the epoch; ISO 8601 in the JSON form).
+    set_aside_at: float
+    #: The write's parameters, as spooled.
+    params: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``expediter ledger deadletters --json``)."""
         return unstructure(self)

@@ -28,8 +28,11 @@ __all__ = ["ALLOWED", "COLUMNS", "FINISH_ORDER", "INSERT_ORDER", "Repository", "
 
 #: The columns of ``tool_call_attempts``, in table order.
 COLUMNS: tuple[str, ...] = kept.COLUMNS
-#: The values ``Repository.propose`` takes, in order: every column but ``late``.
-INSERT_ORDER: tuple[str, ...] = tuple(name for name in COLUMNS if name != "late")
+#: The values ``Repository.propose`` takes, in order: every column but ``late`` and
+#: ``duplicate_of`` (left at their defaults by a new call).
+INSERT_ORDER: tuple[str, ...] = tuple(
+    name for name in COLUMNS if name not in ("late", "duplicate_of")
+)
 #: The values ``Repository.finish_values`` takes, in order (``g_*`` are the guard's).
 FINISH_ORDER = (
     "status",
@@ -101,6 +104,8 @@ class Statements:
             return Sql(text, names)
 
         self.insert = sql("insert")
+        #: ``insert`` of a duplicate execution's own row, ``duplicate_of`` included.
+        self.insert_duplicate = sql("insert_duplicate")
         self.upsert = sql("upsert")
         self.finish = sql("finish")
         #: ``finish`` that also announces the key (PostgreSQL NOTIFY): approved calls only.
@@ -164,6 +169,10 @@ class Repository:
         """Create a row in its first status; False when the key exists (nothing changed)."""
         return self._write(self.statements.insert, row) == 1
 
+    def insert_duplicate(self, row: Mapping[str, Any]) -> bool:
+        """``insert`` of a duplicate execution's row (``row`` names ``duplicate_of``)."""
+        return self._write(self.statements.insert_duplicate, row) == 1
+
     def propose(self, values: Sequence[Any]) -> bool:
         """``insert`` of a row given as values in ``INSERT_ORDER`` (the per-call path)."""
         return bool(self._writer.execute(self.statements.insert.text, values).rowcount == 1)
@@ -224,7 +233,7 @@ class Repository:
         if (expected, status) not in _FINISH_MOVES:
             _check(expected, status, _FINISHES)
         if late is None:
-            late = expected == "abandoned"
+            late = expected == "abandoned" or expected == "failed"
         params = {
             "g_key": key,
             "g_status": expected,

@@ -6,7 +6,7 @@ not edit (``tests/core/ledger/test_statements.py`` fails when it is out of date)
 # fmt: off
 
 #: The schema revision these statements were rendered for (the newest migration).
-REVISION = '0003_lean_indexes'
+REVISION = '0004_duplicate_of'
 #: The PostgreSQL channel ``Ledger.wait`` listens on; the payload is a call's key.
 CHANNEL = 'expediter_calls'
 #: The columns of ``tool_call_attempts``, in table order.
@@ -15,7 +15,7 @@ COLUMNS = (
     'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
     'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
     'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'late',
-    'request', 'decision_reason',
+    'request', 'decision_reason', 'duplicate_of',
 )
 #: sqlite: statement name -> (SQL, positional parameter names).
 SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -32,6 +32,21 @@ SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
             'decision_reason',
+        ),
+    ),
+    'insert_duplicate': (
+        'INSERT INTO tool_call_attempts ("key", call_id, name, message_id, run_id, '
+        'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
+        'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'duplicate_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '
+        '?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
+        (
+            'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
+            'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
+            'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
+            'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
+            'decision_reason', 'duplicate_of',
         ),
     ),
     'upsert': (
@@ -144,8 +159,9 @@ SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
         'tool_call_attempts.finished_at, tool_call_attempts.duration_ms, '
         'tool_call_attempts.lease_expires_at, tool_call_attempts.worker_id, '
         'tool_call_attempts.attempt_id, tool_call_attempts.late, '
-        'tool_call_attempts.request, tool_call_attempts.decision_reason \nFROM '
-        'tool_call_attempts \nWHERE tool_call_attempts."key" = ?',
+        'tool_call_attempts.request, tool_call_attempts.decision_reason, '
+        'tool_call_attempts.duplicate_of \nFROM tool_call_attempts \nWHERE '
+        'tool_call_attempts."key" = ?',
         (
             'key',
         ),
@@ -168,6 +184,24 @@ POSTGRESQL: dict[str, tuple[str, tuple[str, ...]]] = {
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
             'decision_reason',
+        ),
+    ),
+    'insert_duplicate': (
+        'INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, '
+        'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
+        'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'duplicate_of) VALUES (%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::JSONB, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s, '
+        '%s, %s, %s, %s, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s::VARCHAR) '
+        'ON CONFLICT (key) DO NOTHING',
+        (
+            'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
+            'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
+            'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
+            'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
+            'decision_reason', 'duplicate_of',
         ),
     ),
     'upsert': (
@@ -301,8 +335,9 @@ POSTGRESQL: dict[str, tuple[str, tuple[str, ...]]] = {
         'tool_call_attempts.finished_at, tool_call_attempts.duration_ms, '
         'tool_call_attempts.lease_expires_at, tool_call_attempts.worker_id, '
         'tool_call_attempts.attempt_id, tool_call_attempts.late, '
-        'tool_call_attempts.request, tool_call_attempts.decision_reason \nFROM '
-        'tool_call_attempts \nWHERE tool_call_attempts.key = %s::VARCHAR',
+        'tool_call_attempts.request, tool_call_attempts.decision_reason, '
+        'tool_call_attempts.duplicate_of \nFROM tool_call_attempts \nWHERE '
+        'tool_call_attempts.key = %s::VARCHAR',
         (
             'key',
         ),

@@ -48,6 +48,9 @@ tool_call_attempts = sa.Table(
     sa.Column("request", _JSON),
     #: Why the decision was made (the approver's or the policy's words); added with ``request``.
     sa.Column("decision_reason", sa.Text),
+    #: A duplicate execution recorded on replay (its key is ``KEY#dup-N``): the ``KEY`` of the
+    #: call it duplicates; added by migration 0004. NULL on every ordinary call.
+    sa.Column("duplicate_of", sa.Text),
     sa.CheckConstraint(
         "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
         name="ck_tool_call_attempts_status",
@@ -86,5 +89,13 @@ tool_call_attempts = sa.Table(
         "updated_at",
         sqlite_where=sa.text("status = 'awaiting_approval'"),
         postgresql_where=sa.text("status = 'awaiting_approval'"),
+    ),
+    # ``ledger show KEY``'s duplicates: only duplicate rows are in it (ordinary calls never
+    # write it).
+    sa.Index(
+        "ix_tool_call_attempts_duplicate",
+        "duplicate_of",
+        sqlite_where=sa.text("duplicate_of IS NOT NULL"),
+        postgresql_where=sa.text("duplicate_of IS NOT NULL"),
     ),
 )

@@ -102,6 +102,7 @@ def display_copy(value: Any, limit: int = DISPLAY_LIMIT) -> Any:
         "user_id",
         "owner_id",
         "reason",
+        "note",
     ),
     dump={"result": display_copy},
 )
@@ -129,6 +130,8 @@ class CallEvent:
     owner_id: str | None = None
     #: Why a call waits for approval or was denied.
     reason: str | None = None
+    #: What the host changed in the result to send it (e.g. NaN sent as null), or None.
+    note: str | None = None
     #: The result as the model reads it (JSON text, bounded), for completed calls of a turn.
     content: str | None = attrs.field(default=None, repr=False)
 

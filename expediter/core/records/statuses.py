@@ -88,7 +88,9 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     _L.APPROVED.value: _moves(_L.EXECUTED, _L.FAILED, _L.ABANDONED),
     _L.EXECUTED.value: _moves(_L.CONFIRMED),
     _L.ABANDONED.value: _moves(_L.EXECUTED, _L.FAILED),  # a late result is still recorded
-    _L.FAILED.value: _moves(),
+    # A call reported failed (timed out, its turn cancelled) whose tool still finished: its
+    # result is recorded, marked late, like an abandoned call's (a late error changes nothing).
+    _L.FAILED.value: _moves(_L.EXECUTED),
     _L.DENIED.value: _moves(),
     _L.CONFIRMED.value: _moves(),
 }

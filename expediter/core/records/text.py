@@ -18,11 +18,16 @@ ECHO_LIMIT = 200
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 # NUL and the other control characters (tab, newline and carriage return are kept).
-_CONTROL = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127])
+# Lone surrogates (valid in JSON text, not encodable as UTF-8) become U+FFFD.
+_CONTROL: dict[int, str | None] = {
+    **dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127]),
+    **dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),
+}
 
 
 def sanitize(value: Any) -> Any:
-    """JSON data with NUL and control characters removed from every string (keys too)."""
+    """JSON data with NUL and control characters removed from every string (keys too), and
+    lone surrogates replaced by U+FFFD."""
     if isinstance(value, str):
         return value.translate(_CONTROL) if not value.isprintable() else value
     if isinstance(value, list):

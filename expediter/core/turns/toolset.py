@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from expediter.core.records.calls import CallEvent, ToolCall
+from expediter.core.records.text import echo
 from expediter.core.turns.naming import NameMap, assign_names
 from expediter.core.turns.providers import get_provider
 from expediter.core.turns.providers.base import (
@@ -16,6 +17,7 @@ from expediter.core.turns.providers.base import (
     Provider,
     RawCall,
     ToolSpec,
+    json_kind,
     parse_arguments,
 )
 from expediter.core.turns.providers.jsonschema import (
@@ -157,6 +159,8 @@ class Toolset:
     #: A toolset's calls are a host application's, made for its user: never the operator's
     #: (whose direct calls count an approval prompt as given).
     operator = False
+    #: Calls are resolved by the names this turn offered.
+    by_name = True
 
     def __init__(
         self,
@@ -236,13 +240,14 @@ class Toolset:
         if not call.name and call.error:
             return f"{call.error}. Available: {listed}"  # malformed: there was no name to try
         counts = self._unresolved
-        counts[call.name] = counts.get(call.name, 0) + 1
-        if counts[call.name] >= REPEATS_BEFORE_DIRECTIVE:
+        counts[call.name] = attempts = counts.get(call.name, 0) + 1
+        name = echo(call.name)
+        if attempts >= REPEATS_BEFORE_DIRECTIVE:
             return (
-                f"there is no function {call.name!r}, and this is attempt "
-                f"{counts[call.name]}. Stop calling {call.name!r}; use one of: {listed}"
+                f"there is no function {name}, and this is attempt "
+                f"{attempts}. Stop calling {name}; use one of: {listed}"
             )
-        message = f"unknown function {call.name!r}: it was not offered. Available: {listed}"
+        message = f"unknown function {name}: it was not offered. Available: {listed}"
         if call.error and "unknown function name" not in call.error:
             message += f" ({call.error})"
         return message
@@ -256,7 +261,7 @@ class Toolset:
             if not raw.name and problem:
                 error = f"the call could not be read: {problem}"
             else:
-                error = f"unknown function name {raw.name!r}: no such function was offered"
+                error = f"unknown function name {echo(raw.name)}: no such function was offered"
                 if problem:
                     error += f"; also, {problem}"
             return ToolCall(raw.call_id, raw.name, arguments, error=error, extras=raw.extras)
@@ -274,10 +279,24 @@ class Toolset:
         )
 
     def parse_calls(self, provider: str, response: Mapping[str, Any]) -> list[ToolCall]:
-        """The tool calls in a provider response (its parsed JSON or SDK ``model_dump()``)."""
+        """The tool calls in a provider response (its parsed JSON or SDK ``model_dump()``).
+
+        Whatever the model wrote, each call is a ``ToolCall`` (with ``error`` set when it
+        cannot run as written); only a response that is not a JSON object raises
+        (``ArgumentError``)."""
+        adapter = get_provider(provider)
         if type(response) is not dict and not isinstance(response, Mapping):
-            raise ArgumentError(f"a {provider} response must be a JSON object")
-        return [self._call(raw) for raw in get_provider(provider).read_calls(response)]
+            raise ArgumentError(
+                f"a {adapter.name} response must be a JSON object, not {json_kind(response)}"
+            )
+        try:
+            raws = adapter.read_calls(response)
+        except Exception as exc:  # the built-in adapters never raise here; a pack's might
+            raise ArgumentError(
+                f"the {adapter.name} adapter failed reading the response "
+                f"({type(exc).__name__}): report it to the adapter's authors"
+            ) from exc
+        return [self._call(raw) for raw in raws]
 
     def stream(self, provider: str) -> StreamAccumulator:
         """An accumulator for a streamed response: ``feed()`` events, then ``parse_calls``."""
@@ -289,7 +308,8 @@ class Toolset:
         raise UnknownProvider(f"no streaming helper for {adapter.name}; parse the final response")
 
     def parse_stream(self, provider: str, events: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
-        """Parse the calls of a whole streamed response."""
+        """Parse the calls of a whole streamed response (a chunk that is not an object is
+        skipped; ``ArgumentError`` when ``events`` is not a sequence of chunks)."""
         return self.parse_calls(provider, self.stream(provider).feed_all(events).response())
 
     def result_messages(
@@ -298,11 +318,17 @@ class Toolset:
         calls: Sequence[ToolCall],
         events: Iterable[CallResult],
     ) -> list[dict[str, Any]]:
-        """The messages that give the model every call's result (missing ones as errors)."""
-        by_id = {event.call_id: event for event in events}
+        """The messages that give the model every call's result (missing ones as errors).
+
+        Events go to calls by call id, in order: when the model used one id for two calls,
+        the first event of that id answers the first call, the second the second."""
+        by_id: dict[str, list[CallResult]] = {}
+        for event in events:
+            by_id.setdefault(event.call_id, []).append(event)
         results: list[CallResult | None] = []
         for call in calls:
-            result = by_id.get(call.call_id)
+            queue = by_id.get(call.call_id)
+            result = queue.pop(0) if queue else None
             if result is None and call.error is not None:
                 result = _Unrunnable(call.call_id, call.error)
             results.append(result)

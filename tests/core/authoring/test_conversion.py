@@ -280,7 +280,11 @@ def test_mixin_enum_value_becomes_the_member(value: Any, hint: Any, member: Any)
         ("blue", Color, "expected one of 'red', 'green', got string 'blue'"),
         (1.5, int | None, "expected integer or null, got number 1.5"),
         ("nope", datetime.date, "expected an ISO 8601 date string, got string 'nope'"),
-        ("x" * 60, int, "expected integer, got string '" + "x" * 36 + "..."),
+        (
+            "x" * 260,
+            int,
+            "expected integer, got string '" + "x" * 200 + "' ... [60 more characters]",
+        ),
     ],
 )
 def test_type_mismatch_message_names_expected_and_actual(
@@ -288,7 +292,10 @@ def test_type_mismatch_message_names_expected_and_actual(
 ) -> None:
     with pytest.raises(TypeMismatch) as caught:
         converter.structure(value, hint)
-    assert str(caught.value) == message
+    assert caught.value.shown() == message
+    # The exception's own text names the types only: the value may be a secret.
+    expected, _, got = message.partition(", got ")
+    assert str(caught.value) == f"{expected}, got {got.split(' ', 1)[0]}"
 
 
 # -- naming types and values ----------------------------------------------------------------------
@@ -414,7 +421,7 @@ def test_record_with_tuple_and_list_fields_becomes_json_lists() -> None:
         pytest.param(
             [1, math.inf], "the result[1] is inf, which JSON cannot represent", id="inf-in-list"
         ),
-        pytest.param({1: "a"}, "the result has a non-string key 1", id="int-key"),
+        pytest.param({1: "a"}, "the result has a non-string key of type int", id="int-key"),
         pytest.param(
             {"a": {"b": object()}}, "the result.a.b is a object, which has no JSON form", id="deep"
         ),

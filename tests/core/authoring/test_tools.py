@@ -725,8 +725,8 @@ class Opaque:
 
 @pytest.mark.parametrize(
     "value",
-    [Opaque(), {"when": Opaque()}, float("nan"), {1: "one"}, b"bytes"],
-    ids=["object", "nested-object", "nan", "int-key", "bytes"],
+    [Opaque(), {"when": Opaque()}, {1: "one"}, b"bytes", 10**5000],
+    ids=["object", "nested-object", "int-key", "bytes", "huge-int"],
 )
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_unserializable_result_is_an_error_event_not_a_crash(

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from support import turn_workers as workers
@@ -20,7 +20,7 @@ from expediter.core.host import Host
 from expediter.core.ledger.records import LedgerRow
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
-from expediter.errors import LedgerError
+from expediter.errors import DecisionRefused, LedgerError
 from expediter.hookspecs.tool import CallContext, Decision, ToolError
 
 #: Calls the tools of this module made, as ``(action, argument)``.
@@ -420,7 +420,7 @@ def test_approving_runs_the_call_and_records_who_approved(make_host) -> None:
     assert pending_keys(host) == []
 
 
-def test_denying_tells_the_model_who_denied_it_and_why(make_host) -> None:
+def test_denying_tells_the_model_why_but_never_who(make_host) -> None:
     host = make_host(refund, record_calls=True)
     toolset = host.toolset()
     calls, _ = turn(toolset, ("c1", "refund", {"order": "A1"}))
@@ -428,7 +428,7 @@ def test_denying_tells_the_model_who_denied_it_and_why(make_host) -> None:
     event = host.resume("m1:c1", False, approver="bob", reason="refunds need a ticket")
 
     assert (event.status, event.key) == ("denied", "m1:c1")
-    assert "bob" in (event.error or "")
+    assert "bob" not in (event.error or "")
     assert "refunds need a ticket" in (event.error or "")
     denied = row(host, "m1:c1")
     assert (denied.status, denied.decided_by) == ("denied", "bob")
@@ -437,7 +437,7 @@ def test_denying_tells_the_model_who_denied_it_and_why(make_host) -> None:
     assert message["tool_call_id"] == "c1"
     assert "denied" in message["content"]
     assert "refunds need a ticket" in message["content"]
-    assert "bob" in message["content"]
+    assert "bob" not in message["content"]  # the approver's identity stays in the ledger
     assert RAN == []
 
 
@@ -673,3 +673,93 @@ def test_a_call_paused_in_one_process_is_resumed_by_another_after_the_first_exit
     assert first.result == {"refunded": "A1", "amount": 1}
     assert (second.status, second.decided_by) == ("denied", "carol")
     assert reader.ledger.pending_approvals() == []
+
+
+# -- who may decide ------------------------------------------------------------------------------
+
+
+class OnlyAdmins:
+    """A host plugin: only ``admin:*`` approvers may approve; anyone may deny."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str | None, bool]] = []
+
+    @expediter.hookimpl
+    def authorize_decision(
+        self, key: str, call: ToolCall, approver: str | None, approved: bool
+    ) -> bool | None:
+        self.asked.append((key, approver, approved))
+        assert call.action == "refund"
+        if approved and not (approver or "").startswith("admin:"):
+            return False
+        return None
+
+
+def test_authorize_decision_refuses_an_approver_and_the_call_keeps_waiting(make_host) -> None:
+    rules = OnlyAdmins()
+    host = make_host(refund, rules, record_calls=True)
+    turn(host.toolset(), ("c1", "refund", {"order": "A1"}))
+
+    with pytest.raises(DecisionRefused, match="mallory may not approve"):
+        host.resume("m1:c1", True, approver="mallory")
+    assert row(host, "m1:c1").status == "awaiting_approval"
+    assert RAN == []
+
+    event = host.resume("m1:c1", True, approver="admin:ann")
+    assert event.status == "completed"
+    assert row(host, "m1:c1").decided_by == "admin:ann"
+    assert rules.asked == [("m1:c1", "mallory", True), ("m1:c1", "admin:ann", True)]
+
+
+def test_an_authorize_decision_that_raises_refuses(make_host) -> None:
+    class Broken:
+        @expediter.hookimpl
+        def authorize_decision(self, key: str, call: Any, approver: Any, approved: bool) -> Any:
+            raise RuntimeError("directory down")
+
+    host = make_host(refund, Broken(), record_calls=True)
+    turn(host.toolset(), ("c1", "refund", {"order": "A1"}))
+    with pytest.raises(DecisionRefused):
+        host.resume("m1:c1", False, approver="ann")
+    assert row(host, "m1:c1").status == "awaiting_approval"
+
+
+# -- secrets of paused calls ----------------------------------------------------------------------
+
+
+def test_a_paused_calls_secret_arguments_never_reach_the_ledger(make_host) -> None:
+    @expediter.tool(require_approval=True)
+    def login(user: str, password: str, pin: Annotated[str, expediter.Secret]) -> str:
+        """Log in."""
+        return f"{user} in with {len(password)}+{len(pin)}"
+
+    host = make_host(login, record_calls=True)
+    turn(host.toolset(), ("c1", "login", {"user": "ann", "password": "hunter2", "pin": "9731"}))
+
+    paused = row(host, "m1:c1")
+    stored = json.dumps([paused.request, paused.arguments])
+    assert "hunter2" not in stored
+    assert "9731" not in stored
+    assert paused.request["withheld"] == ["password", "pin"]
+
+    event = host.resume("m1:c1", True, approver="ann")  # this process holds them
+    assert (event.status, event.result) == ("completed", "ann in with 7+4")
+    done = row(host, "m1:c1")
+    assert "hunter2" not in json.dumps([done.request, done.arguments, done.result])
+
+
+def test_a_paused_call_with_secrets_cannot_be_approved_where_they_are_not_held(
+    make_host,
+) -> None:
+    @expediter.tool(require_approval=True)
+    def login(user: str, password: str) -> str:
+        """Log in."""
+        return "in"
+
+    first = make_host(login, record_calls=True)
+    turn(first.toolset(), ("c1", "login", {"user": "ann", "password": "hunter2"}))
+    other = make_host(login, record_calls=True)  # another worker on the same ledger
+
+    with pytest.raises(LedgerError, match="secret arguments"):
+        other.resume("m1:c1", True, approver="ann")
+    assert other.resume("m1:c1", False, approver="ann").status == "denied"

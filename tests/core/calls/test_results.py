@@ -158,8 +158,8 @@ def test_returned_tool_error_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [object(), float("inf"), ToolResult(object()), ToolResult(object(), status="error")],
-    ids=["object", "inf", "ToolResult-object", "ToolResult-error-object"],
+    [object(), 10**5000, ToolResult(object()), ToolResult(object(), status="error")],
+    ids=["object", "huge-int", "ToolResult-object", "ToolResult-error-object"],
 )
 def test_unserializable_value_is_a_result_error(value: Any) -> None:
     outcome = outcome_from_value(value)
@@ -168,6 +168,20 @@ def test_unserializable_value_is_a_result_error(value: Any) -> None:
     assert outcome.value is None
     assert (outcome.error or "").startswith("the tool's result cannot be sent to the model: ")
     assert not outcome.crashed
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_number_is_sent_as_null_with_a_note(value: float) -> None:
+    outcome = outcome_from_value({"ratio": value, "rows": [1.5, value]})
+    assert outcome.ok
+    assert outcome.value == {"ratio": None, "rows": [1.5, None]}
+    assert "the result.ratio was" in (outcome.note or "")
+    assert "sent as null" in (outcome.note or "")
+
+
+def test_an_in_band_error_object_reaches_the_model_as_json_not_a_repr() -> None:
+    outcome = outcome_from_value({"status": "error", "error": {"code": 7, "why": "no"}})
+    assert (outcome.ok, outcome.error) == (False, '{"code": 7, "why": "no"}')
 
 
 # -- exceptions -----------------------------------------------------------------------------------

@@ -87,10 +87,9 @@ class Opaque:
     [
         (Opaque(), "the result is a Opaque"),
         ({"rows": [1, Opaque()]}, "the result.rows[1]"),
-        ({"ratio": math.nan}, "the result.ratio"),
         ({1: "one"}, "non-string key"),
     ],
-    ids=["object", "nested-object", "nan", "int-key"],
+    ids=["object", "nested-object", "int-key"],
 )
 def test_a_result_with_no_json_form_is_a_result_error(make_host, value: Any, where: str) -> None:
     host = make_host(Returns(value), record_calls=True)
@@ -102,6 +101,17 @@ def test_a_result_with_no_json_form_is_a_result_error(make_host, value: Any, whe
     assert "object at 0x" not in model_text(toolset, calls, event)  # never a repr
     failed = row(host)
     assert (failed.status, failed.error, failed.result) == ("failed", event.error, None)
+
+
+def test_a_non_finite_number_reaches_the_model_and_the_ledger_as_null(make_host) -> None:
+    host = make_host(Returns({"ratio": math.nan, "big": math.inf}), record_calls=True)
+    toolset, calls, event = one_call(host)
+
+    assert (event.status, event.result) == ("completed", {"ratio": None, "big": None})
+    assert "NaN" not in model_text(toolset, calls, event)
+    assert "the result.ratio was nan" in (event.note or "")
+    assert event.to_dict()["note"] == event.note
+    assert row(host).status == "executed"
 
 
 # -- control characters ---------------------------------------------------------------------------

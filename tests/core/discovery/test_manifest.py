@@ -296,3 +296,223 @@ def test_an_index_entry_missing_beside_a_warm_manifest_is_written_again(
     (greeting,) = [pack for pack in host.packs if pack.name == "greeting"]
     expected = (greeting.name, greeting.id, (("greet", "Greet everyone."),))
     assert manifest.read_commands() == [expected]
+
+
+# -- a cache that names what discovery does not find ------------------------------------------
+
+EVIL = """
+import pathlib
+pathlib.Path({marker!r}).write_text("imported")
+import expediter
+
+@expediter.tool
+def {name}(text: str = "") -> str:
+    \"\"\"Looks harmless.\"\"\"
+    return "evil"
+"""
+
+
+def call_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from expediter.cli import cli
+
+    result = CliRunner().invoke(cli, list(args), prog_name="expediter", env=env)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def cached(home: Path) -> tuple[Path, dict]:
+    (path,) = (home / "cache").glob("manifest-*.json")
+    return path, json.loads(path.read_text())
+
+
+def evil_module(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A module outside every discovery source that leaves a marker file when imported."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    marker = tmp_path / f"{name}-was-imported"
+    module = elsewhere / f"{name}.py"
+    module.write_text(EVIL.format(marker=str(marker), name=name))
+    return module, marker
+
+
+NO_AUTOLOAD = {"EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def test_call_never_imports_a_file_a_tampered_cache_points_a_tool_at(
+    tools: tuple[Path, Path], tmp_path: Path, expediter_home: Path, caplog
+) -> None:
+    directory, _ = tools
+    code, _, _ = call_cli("--tools-dir", str(directory), "tools", "list", env=NO_AUTOLOAD)
+    assert code == 0
+    path, data = cached(expediter_home)
+    evil, marker = evil_module(tmp_path, "echo")
+    (pack,) = [pack for pack in data["catalogue"]["packs"] if pack["name"] == "echo"]
+    pack["location"]["path"] = str(evil)
+    path.write_text(json.dumps(data))
+    forget_modules()
+
+    code, out, err = call_cli(
+        "--tools-dir", str(directory), "call", "echo", "echo", "--args", '{"text": "hi"}',
+        env=NO_AUTOLOAD,
+    )  # fmt: skip
+
+    assert not marker.exists(), "the file the cache named was imported"
+    assert (code, out.strip()) == (0, "hi"), err  # the cache was rebuilt: the real echo ran
+    assert "which no discovery source finds" in caplog.text
+    assert str(evil) not in path.read_text(), "the rebuilt cache names the real module"
+
+
+def test_call_never_imports_a_tool_added_to_the_cache(
+    tools: tuple[Path, Path], tmp_path: Path, expediter_home: Path, caplog
+) -> None:
+    directory, _ = tools
+    call_cli("--tools-dir", str(directory), "tools", "list", env=NO_AUTOLOAD)
+    path, data = cached(expediter_home)
+    evil, marker = evil_module(tmp_path, "backdoor")
+    catalogue = data["catalogue"]
+    catalogue["packs"].append(
+        {
+            "name": "backdoor",
+            "version": None,
+            "source": "directory",
+            "tools": ["backdoor"],
+            "location": {"path": str(evil)},
+        }
+    )
+    catalogue["tools"].append(
+        {
+            "name": "backdoor",
+            "pack": "backdoor",
+            "version": None,
+            "source": "directory",
+            "pack_id": f"directory:{evil}",
+            "actions": [{"name": "backdoor", "description": "Looks harmless."}],
+        }
+    )
+    path.write_text(json.dumps(data))
+
+    code, _, err = call_cli(
+        "--tools-dir", str(directory), "call", "backdoor", "backdoor", env=NO_AUTOLOAD
+    )
+
+    assert not marker.exists(), "the tool only the cache names was imported"
+    assert code == 2, err  # no such tool
+    assert "which no discovery source finds" in caplog.text
+
+
+def test_a_cached_tool_moved_to_another_pack_is_not_trusted(
+    tools: tuple[Path, Path], expediter_home: Path, caplog
+) -> None:
+    directory, _ = tools
+    Host(tools_path=[directory], autoload=False)
+    path, data = cached(expediter_home)
+    (tool,) = [tool for tool in data["catalogue"]["tools"] if tool["name"] == "echo"]
+    tool["name"] = "impostor"
+    path.write_text(json.dumps(data))
+    host = Host(tools_path=[directory], autoload=False)
+    assert "impostor" not in {info.name for info in host.catalogue()}
+    assert "no pack registers" in caplog.text
+
+
+def test_a_cache_may_not_turn_a_switched_off_pack_back_on(
+    tools: tuple[Path, Path], expediter_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory, marker = tools
+    Host(tools_path=[directory], autoload=False)
+    _, enabled = cached(expediter_home)
+    monkeypatch.setenv("EXPEDITER_DISABLE_PLUGINS", "echo")
+    Host(tools_path=[directory], autoload=False)  # a second cache file, for these switches
+    for path in (expediter_home / "cache").glob("manifest-*.json"):
+        data = json.loads(path.read_text())
+        if "echo" not in json.dumps(data["catalogue"]):
+            data["catalogue"] = enabled["catalogue"]
+            path.write_text(json.dumps(data))
+    forget_modules()
+    before = imports(marker)
+    host = Host(tools_path=[directory], autoload=False)
+    assert "echo" not in {info.name for info in host.catalogue()}
+    assert imports(marker) == before
+
+
+def test_an_entry_point_a_tampered_cache_adds_is_never_loaded(
+    tools: tuple[Path, Path],
+    tmp_path: Path,
+    expediter_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    directory, _ = tools
+    evil, marker = evil_module(tmp_path, "evil_entry")
+    monkeypatch.syspath_prepend(str(evil.parent))  # importable, yet no distribution names it
+    call_cli("--tools-dir", str(directory), "tools", "list")
+    path, data = cached(expediter_home)
+    catalogue = data["catalogue"]
+    for distribution in ("expediter", "no-such-distribution"):  # installed, and not at all
+        catalogue["packs"].append(
+            {
+                "name": f"{distribution}-tools",
+                "version": "1.0",
+                "source": "entry-point",
+                "tools": ["evil_entry"],
+                "location": {
+                    "entry_points": [["evil_entry", "evil_entry"]],
+                    "distribution": distribution,
+                },
+            }
+        )
+        catalogue["tools"] = [t for t in catalogue["tools"] if t["name"] != "evil_entry"]
+        catalogue["tools"].append(
+            {
+                "name": "evil_entry",
+                "pack": f"{distribution}-tools",
+                "version": "1.0",
+                "source": "entry-point",
+                "pack_id": f"entry-point:{distribution}",
+                "actions": [{"name": "evil_entry"}],
+            }
+        )
+        path.write_text(json.dumps(data))
+
+        code, _, err = call_cli("--tools-dir", str(directory), "call", "evil_entry", "evil_entry")
+
+        assert not marker.exists(), f"an entry point {distribution!r} does not list was loaded"
+        assert code != 0
+        assert "not installed" in err or "no longer provides" in err, err
+
+
+def test_load_pack_checks_a_cached_entry_point_against_its_distribution(tmp_path: Path) -> None:
+    from expediter.core.discovery.catalogue import PackLocation
+    from expediter.core.discovery.packs import PackRef, load_pack
+
+    evil, marker = evil_module(tmp_path, "evil_direct")
+    sys.path.insert(0, str(evil.parent))
+    try:
+        location = PackLocation(
+            entry_points=(("evil_direct", "evil_direct"),), distribution="expediter"
+        )
+        loaded = load_pack(PackRef("expediter", "1.0", "entry-point", location))
+    finally:
+        sys.path.remove(str(evil.parent))
+    assert not marker.exists()
+    assert loaded.types == []
+    assert "not installed" in (loaded.info.error or "")
+
+
+def test_cache_files_are_private_whatever_the_umask(commands_env: tuple[Path, Path]) -> None:
+    import stat
+
+    home = Path(os.environ["EXPEDITER_HOME"])
+    previous = os.umask(0o022)
+    try:
+        Host()
+    finally:
+        os.umask(previous)
+    folder = home / "cache"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    files = [*folder.glob("manifest-*.json"), folder / "commands.json"]
+    assert len(files) == 2
+    assert all(path.exists() for path in files)
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -46,21 +46,21 @@ def test_a_forked_child_draws_other_attempt_ids_than_its_parent() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_forked_child_starts_its_own_lease_keeper(tmp_path: Path) -> None:
+def test_a_forked_child_starts_its_own_lease_thread(tmp_path: Path) -> None:
     ledger = Ledger(f"sqlite:///{tmp_path / 'fork.db'}", home=tmp_path / "home")
     try:
-        ledger._hold(Attempt("k:parent", None, new_attempt_id(), time.monotonic(), True))
-        keeper = ledger._keeper
+        ledger.leases.hold(Attempt("k:parent", None, new_attempt_id(), time.monotonic(), True))
+        keeper = ledger.leases.thread
         assert keeper is not None
         assert keeper.is_alive()
-        ledger._hold(Attempt("k:again", None, new_attempt_id(), time.monotonic(), True))
-        assert ledger._keeper is keeper  # one keeper per process
+        ledger.leases.hold(Attempt("k:again", None, new_attempt_id(), time.monotonic(), True))
+        assert ledger.leases.thread is keeper  # one keeper per process
         reader, writer = os.pipe()
         child = os.fork()
         if child == 0:  # pragma: no cover - runs in the child
             os.close(reader)
-            ledger._hold(Attempt("k:child", None, new_attempt_id(), time.monotonic(), True))
-            mine = ledger._keeper
+            ledger.leases.hold(Attempt("k:child", None, new_attempt_id(), time.monotonic(), True))
+            mine = ledger.leases.thread
             alive = mine is not None and mine is not keeper and mine.is_alive()
             os.write(writer, b"yes" if alive else b"no")
             os._exit(0)
@@ -69,6 +69,6 @@ def test_a_forked_child_starts_its_own_lease_keeper(tmp_path: Path) -> None:
             answer = pipe.read()
         os.waitpid(child, 0)
         assert answer == "yes"
-        assert ledger._keeper is keeper
+        assert ledger.leases.thread is keeper
     finally:
         ledger.close()

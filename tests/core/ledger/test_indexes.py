@@ -14,7 +14,7 @@ from alembic import command
 
 from expediter.core.ledger import Ledger, schema
 from expediter.core.ledger.database import Database
-from expediter.core.ledger.queries import pending_approvals, rows
+from expediter.core.ledger.queries import duplicates, pending_approvals, rows
 from expediter.core.ledger.repository import Statements
 
 
@@ -76,6 +76,29 @@ def test_the_lean_indexes_migration_goes_down_and_up_again(migrated_url: str) ->
     assert index_definitions(migrated_url) == at_head
 
 
+def test_the_duplicate_of_migration_goes_down_and_up_again(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    at_head = index_definitions(migrated_url)
+    assert "duplicate_of IS NOT NULL" in at_head["ix_tool_call_attempts_duplicate"]
+    ledger = Ledger(migrated_url, home=tmp_path / "home")
+    try:
+        ledger.finish(ledger.begin(key="m:c", call_id="c", user_id=None), ok=True, result=1)
+    finally:
+        ledger.close()
+    alembic(migrated_url, "downgrade", "0003_lean_indexes")
+    assert "ix_tool_call_attempts_duplicate" not in index_definitions(migrated_url)
+    alembic(migrated_url, "upgrade", "head")
+    assert index_definitions(migrated_url) == at_head
+    ledger = Ledger(migrated_url, home=tmp_path / "home")
+    try:
+        row = ledger.get("m:c")
+        assert row is not None
+        assert (row.status, row.result, row.duplicate_of) == ("executed", 1, None)
+    finally:
+        ledger.close()
+
+
 # -- which read uses which index (SQLite's query plans) --------------------------------------
 
 
@@ -101,8 +124,9 @@ def plan(connection: sqlite3.Connection, query: Any, params: dict[str, Any]) -> 
         (rows(since=3600), "ix_tool_call_attempts_attempted"),
         (rows(user_id="ann"), "ix_tool_call_attempts_user"),
         (pending_approvals(client_side="client_side"), "ix_tool_call_attempts_waiting"),
+        (duplicates("m:c"), "ix_tool_call_attempts_duplicate"),
     ],
-    ids=["ls", "ls --since", "ls --user", "approvals ls"],
+    ids=["ls", "ls --since", "ls --user", "approvals ls", "show's duplicates"],
 )
 def test_each_operator_read_uses_its_index(lite: Any, read: Any, index: str) -> None:
     assert index in plan(lite, *read)

@@ -25,6 +25,7 @@ from expediter.hookspecs.tool import CallContext
 #: The fields of ``ledger ls --json`` / ``ledger show --json`` (DESIGN.md section 11), in order.
 DOCUMENTED = list(LEDGER_FIELDS)
 EXTRAS = {
+    "duplicate_of",
     "name",
     "arguments",
     "result",
@@ -293,10 +294,10 @@ def test_redact_keeps_ordinary_names_that_merely_contain_a_secret_word() -> None
 
 
 def test_the_ledger_records_arguments_redacted(ledger: Ledger) -> None:
-    arguments = {"q": "cats", "auth": {"api_key": "sk-1"}}
+    arguments = {"q": "cats", "options": {"api_key": "sk-1"}}
     attempt = ledger.begin(key="run:1", call_id="1", user_id="ann", arguments=arguments)
     ledger.finish(attempt, ok=True)
-    assert ledger.get("run:1").arguments == {"q": "cats", "auth": {"api_key": "***"}}
+    assert ledger.get("run:1").arguments == {"q": "cats", "options": {"api_key": "***"}}
 
 
 def stored_length(row: LedgerRow) -> int:

@@ -8,9 +8,7 @@ serving the other tests); the SQLite outage is another process holding the write
 from __future__ import annotations
 
 import collections
-import itertools
 import json
-import os
 import signal
 import threading
 import time
@@ -26,42 +24,9 @@ from support.responses import openai_response
 import expediter
 from expediter.core.host import Host
 from expediter.core.ledger import Ledger, LedgerRow
-from expediter.core.ledger.database import Database
-from expediter.core.ledger.schema import upgrade
 from expediter.core.records.calls import CallEvent
 from expediter.errors import LedgerError
-from expediter.testing.postgres import PostgresCluster, PostgresUnavailable
-
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def own_cluster() -> Iterator[PostgresCluster]:
-    """A PostgreSQL server these tests may stop and start."""
-    try:
-        cluster = PostgresCluster.create()
-    except PostgresUnavailable as exc:
-        if os.environ.get("EXPEDITER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"EXPEDITER_REQUIRE_POSTGRES=1 but {exc}")
-        pytest.skip(f"PostgreSQL is not installed: {exc}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
-def outage_url(own_cluster: PostgresCluster) -> Iterator[str]:
-    """A migrated database on the module's cluster; the server is running again afterwards."""
-    name = f"outage_{os.getpid()}_{next(_databases)}"
-    own_cluster.createdb(name)
-    url = own_cluster.url(name)
-    upgrade(Database.parse(url))
-    yield url
-    try:
-        own_cluster.pg_ctl("status")
-    except Exception:
-        own_cluster.pg_ctl("start")
+from expediter.testing.postgres import PostgresCluster
 
 
 @pytest.fixture

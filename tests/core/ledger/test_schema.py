@@ -176,6 +176,7 @@ def test_the_fast_path_builds_the_same_ledger_table_as_the_migrations(
         "ix_tool_call_attempts_user",
         "ix_tool_call_attempts_attempted",
         "ix_tool_call_attempts_waiting",
+        "ix_tool_call_attempts_duplicate",
     }
     assert [name for name, _ in table["checks"]] == ["ck_tool_call_attempts_status"]
     assert table["primary_key"]["constrained_columns"] == ["key"]

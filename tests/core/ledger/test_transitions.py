@@ -127,7 +127,8 @@ def decide(
 def apply(repository: Repository, key: str, source: str, target: str) -> bool:
     """Move ``key`` from ``source`` to ``target`` with the statement made for it."""
     if target in FINISHES:
-        return finish(repository, key, expected=source, status=target, late=source == "abandoned")
+        late = source in ("abandoned", "failed")
+        return finish(repository, key, expected=source, status=target, late=late)
     if target in DECISIONS:
         return decide(repository, key, expected=source, status=target)
     if target == "confirmed":
@@ -145,10 +146,11 @@ def test_the_table_covers_every_status_and_final_statuses_have_no_way_out() -> N
     assert set(ALLOWED) == set(STATUSES)
     assert all(targets <= set(STATUSES) for targets in ALLOWED.values())
     assert {status for status, targets in ALLOWED.items() if not targets} == {
-        "failed",
         "denied",
         "confirmed",
     }
+    # A call reported failed whose tool still finished: its result is recorded late.
+    assert ALLOWED["failed"] == {"executed"}
     assert "proposed" not in set().union(*ALLOWED.values())
 
 
@@ -167,7 +169,7 @@ def test_every_allowed_transition_applies(repository: Repository) -> None:
                 5.0,
                 None,
             ), pair
-            assert bool(row["late"]) is (source == "abandoned"), pair
+            assert bool(row["late"]) is (source in ("abandoned", "failed")), pair
         elif target == "approved":
             assert (row["decided_by"], row["attempt_id"], row["lease_expires_at"]) == (
                 "root",

@@ -39,6 +39,7 @@ def test_an_event_json_form_has_the_documented_keys_in_order() -> None:
         ("user_id", "ann"),
         ("owner_id", "bob"),
         ("reason", None),
+        ("note", None),
     ]
 
 

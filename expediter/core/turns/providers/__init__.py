@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from expediter.core.records.text import echo
 from expediter.core.turns.providers.anthropic import Anthropic
 from expediter.core.turns.providers.base import Provider
 from expediter.core.turns.providers.detect import detect_provider
@@ -20,9 +21,12 @@ PROVIDERS: dict[str, Provider] = {
 
 def get_provider(name: str) -> Provider:
     """Return the adapter for a provider name, or raise UnknownProvider listing the names."""
-    adapter = PROVIDERS.get(name) or PROVIDERS.get(name.strip().lower())
+    adapter = PROVIDERS.get(name) if type(name) is str else None
     if adapter is None:
-        raise UnknownProvider(
-            f"unknown provider {name!r}; use one of: {', '.join(sorted(PROVIDERS))}"
-        )
+        if isinstance(name, str):
+            adapter = PROVIDERS.get(name.strip().lower())
+        if adapter is None:
+            raise UnknownProvider(
+                f"unknown provider {echo(name)}; use one of: {', '.join(sorted(PROVIDERS))}"
+            )
     return adapter

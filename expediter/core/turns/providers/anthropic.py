@@ -11,8 +11,11 @@ from expediter.core.turns.providers.base import (
     RawCall,
     ToolSpec,
     as_list,
+    given_id,
+    read_each,
     result_text,
     synthetic_id,
+    text_field,
 )
 
 __all__ = ["Anthropic"]
@@ -34,18 +37,16 @@ class Anthropic(Provider):
         return tool
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
-        calls = []
-        for index, block in enumerate(as_list(response.get("content"))):
-            if not isinstance(block, Mapping) or block.get("type") != "tool_use":
-                continue
-            calls.append(
-                RawCall(
-                    call_id=str(block.get("id") or synthetic_id(block, index)),
-                    name=str(block.get("name") or ""),
-                    arguments=block.get("input"),
-                )
-            )
-        return calls
+        return read_each(as_list(response.get("content")), self._read_call)
+
+    def _read_call(self, block: Any, index: int) -> RawCall | None:
+        if not isinstance(block, Mapping) or block.get("type") != "tool_use":
+            return None
+        return RawCall(
+            call_id=given_id(block.get("id")) or synthetic_id(block, index),
+            name=text_field(block.get("name"), "name"),
+            arguments=block.get("input"),
+        )
 
     def result_messages(
         self, calls: Sequence[Any], results: Sequence[CallResult | None]

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import string
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
@@ -19,21 +22,55 @@ import attrs
 from expediter.core.records.calls import NO_EXTRAS
 
 __all__ = [
+    "MAX_DEPTH",
     "CallResult",
     "Malformed",
     "Provider",
     "RawCall",
     "ToolSpec",
+    "Unreadable",
     "as_list",
+    "decode_json",
     "field",
+    "given_id",
+    "id_maker",
     "json_kind",
+    "json_problem",
     "parse_arguments",
+    "read_each",
     "result_text",
     "synthetic_id",
+    "text_field",
 ]
 
+logger = logging.getLogger(__name__)
+
 _ALPHABET = string.ascii_letters + string.digits
-_DECODE = json.JSONDecoder().decode
+#: How deep a call's arguments may nest (objects and arrays): deeper is an argument error, so
+#: nothing that walks arguments later (redaction, binding, the ledger) can run out of stack.
+MAX_DEPTH = 64
+#: The longest integer Python turns into text (its ``int_max_str_digits``), in bits.
+_MAX_INT_BITS = int((sys.get_int_max_str_digits() or 4300) * 3.32)
+
+
+class _NotJSON(ValueError):
+    """A value Python's decoder reads but JSON does not have (``NaN``, ``Infinity``, 1e999)."""
+
+
+def _constant(text: str) -> Any:
+    raise _NotJSON(f"{text} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number - number != 0.0:  # inf - inf is nan: only non-finite numbers get here
+        raise _NotJSON(f"the number {text[:40]} is out of range")
+    return number
+
+
+# Called by the C scanner only for float literals and NaN/Infinity: integer-only arguments
+# (the turn benchmark's) decode as fast as with the default decoder.
+_DECODE = json.JSONDecoder(parse_constant=_constant, parse_float=_finite).decode
 
 
 class ToolSpec(NamedTuple):
@@ -107,15 +144,173 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple) else []
 
 
-def synthetic_id(seed: Any, index: int) -> str:
-    """Nine alphanumerics, the same for the same response and position (for id-less calls)."""
-    text = json.dumps(seed, sort_keys=True, default=repr, ensure_ascii=False)
-    number = int.from_bytes(hashlib.sha256(f"{index}\x1f{text}".encode()).digest()[:8], "big")
+def _seed_text(seed: Any) -> str:
+    try:
+        return json.dumps(seed, sort_keys=True, default=repr, ensure_ascii=False)
+    except (RecursionError, ValueError, TypeError):
+        return ""  # a seed too deep or odd to write out: the position alone, still stable
+
+
+def _id_from(text: str, index: int) -> str:
+    data = f"{index}\x1f{text}".encode("utf-8", "surrogatepass")  # lone surrogates too
+    number = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
     chars = []
     for _ in range(9):
         number, remainder = divmod(number, len(_ALPHABET))
         chars.append(_ALPHABET[remainder])
     return "".join(chars)
+
+
+def synthetic_id(seed: Any, index: int) -> str:
+    """Nine alphanumerics, the same for the same response and position (for id-less calls)."""
+    return _id_from(_seed_text(seed), index)
+
+
+def id_maker(seed: Any) -> Callable[[int], str]:
+    """``synthetic_id(seed, index)`` by index, writing the seed out once however many calls
+    need an id (a response of many id-less calls costs linear time, not quadratic)."""
+    text: list[str] = []
+
+    def make(index: int) -> str:
+        if not text:
+            text.append(_seed_text(seed))
+        return _id_from(text[0], index)
+
+    return make
+
+
+class Unreadable(Exception):
+    """A field of one call has the wrong type: the message says which, for the model.
+
+    Raised while an adapter reads one call and caught by ``read_each``: it never escapes.
+    """
+
+
+def read_each(
+    items: Iterable[Any],
+    read: Callable[[Any, int], RawCall | None],
+    make_id: Callable[[int], str] | None = None,
+) -> list[RawCall]:
+    """``read(item, index)`` for each item; an item that cannot be read is a call whose error
+    says why, never an exception (an item ``read`` returns None for is not a call).
+
+    ``make_id`` makes up the id of such a call (default: ``synthetic_id`` of the item).
+    """
+    calls = []
+    for index, item in enumerate(items):
+        try:
+            call = read(item, index)
+        except Exception as exc:  # what a model wrote must never stop the turn
+            call = _unreadable(item, index, make_id, exc)
+        if call is not None:
+            calls.append(call)
+    return calls
+
+
+def _unreadable(
+    item: Any, index: int, make_id: Callable[[int], str] | None, exc: Exception
+) -> RawCall:
+    if isinstance(exc, Unreadable):
+        problem = str(exc)
+    else:
+        logger.debug("a tool call could not be read", exc_info=exc)
+        problem = "a field of the tool call has the wrong type or nests too deeply"
+    given = field(item, "id", "call_id") if isinstance(item, Mapping) else None
+    if type(given) is str and given:
+        identifier = given
+    else:
+        identifier = synthetic_id(item, index) if make_id is None else make_id(index)
+    return RawCall(call_id=identifier, name="", arguments=Malformed(problem))
+
+
+def text_field(value: Any, what: str) -> str:
+    """A call's field that must be text (its name), as read: ``""`` when missing,
+    ``Unreadable`` naming ``what`` when the model sent another kind of value."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    raise Unreadable(f'the call\'s "{what}" must be a string, not {json_kind(value)}')
+
+
+def given_id(value: Any, what: str = "id") -> str | None:
+    """A call's id as the provider gave it (an integer as its digits), None when there is
+    none, ``Unreadable`` naming ``what`` for any other kind of value."""
+    if type(value) is str:
+        return value or None
+    if value is None:
+        return None
+    if type(value) is int and value.bit_length() <= 64:
+        return str(value)
+    raise Unreadable(f'the call\'s "{what}" must be a string, not {json_kind(value)}')
+
+
+def _too_deep(depth: int) -> str | None:
+    return f"the arguments nest more than {MAX_DEPTH} levels deep" if depth >= MAX_DEPTH else None
+
+
+def json_problem(value: Any) -> str | None:
+    """What makes decoded arguments unfit to run with, or None: nesting deeper than
+    ``MAX_DEPTH``, NaN or infinite numbers, non-text keys, values JSON does not have."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str) or item is None or item is True or item is False:
+            continue
+        if isinstance(item, int):
+            if item.bit_length() > _MAX_INT_BITS:
+                return "the arguments hold an integer too long to read"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"the arguments hold {item}, which is not a JSON number"
+        elif type(item) is dict or isinstance(item, Mapping):
+            problem = _too_deep(depth)
+            if problem is not None:
+                return problem
+            for key, child in item.items():
+                if type(key) is not str:
+                    return f"the arguments' names must be strings, not {json_kind(key)}"
+                stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            problem = _too_deep(depth)
+            if problem is not None:
+                return problem
+            stack.extend((child, depth + 1) for child in item)
+        else:
+            kind = type(item).__name__
+            return f"the arguments hold a value of type {kind}, which JSON does not have"
+    return None
+
+
+def _decode_problem(exc: ValueError | RecursionError) -> str:
+    """What a failed decode of arguments says to the model."""
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.msg == "Extra data":
+            return (
+                "the arguments hold more than one JSON value (e.g. two objects run together); "
+                "send exactly one JSON object"
+            )
+        return f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(exc, _NotJSON):
+        return f"the arguments are not valid JSON ({exc})"
+    if isinstance(exc, RecursionError):
+        return f"the arguments nest more than {MAX_DEPTH} levels deep"
+    return "the arguments hold an integer too long to read"  # Python's int_max_str_digits
+
+
+def decode_json(text: str) -> tuple[Any, str | None]:
+    """``(value, None)`` for JSON text, or ``(None, what was wrong)``: never an exception,
+    whatever the text (deep nesting, NaN, huge numbers included)."""
+    try:
+        value = _DECODE(text)
+    except (ValueError, RecursionError) as exc:
+        return None, _decode_problem(exc)
+    # Only text with that many brackets can nest that deep: most arguments skip the walk.
+    if len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH:
+        problem = json_problem(value)
+        if problem is not None:
+            return None, problem
+    return value, None
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
@@ -124,7 +319,10 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         if raw is None:
             return {}, None
         if type(raw) is dict or isinstance(raw, Mapping):
-            return dict(raw), None
+            # Already decoded (Anthropic, Gemini, Ollama): checked, since Python may have
+            # decoded what JSON does not allow.
+            problem = json_problem(raw)
+            return ({}, problem) if problem is not None else (dict(raw), None)
         if isinstance(raw, bytes | bytearray):
             raw = raw.decode("utf-8", errors="replace")
     if not isinstance(raw, str):
@@ -133,17 +331,16 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         return {}, f"the arguments must be a JSON object, not {json_kind(raw)}"
     if not raw or raw.isspace():
         return {}, None
-    try:
+    try:  # decode_json, inline: the turn budget
         value = _DECODE(raw)
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":
-            return {}, (
-                "the arguments hold more than one JSON value (e.g. two objects run together); "
-                "send exactly one JSON object"
-            )
-        return {}, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    if not isinstance(value, dict):
+    except (ValueError, RecursionError) as exc:
+        return {}, _decode_problem(exc)
+    if type(value) is not dict:
         return {}, f"the arguments must be a JSON object, not {json_kind(value)}"
+    if len(raw) > MAX_DEPTH and raw.count("[") + raw.count("{") > MAX_DEPTH:
+        problem = json_problem(value)
+        if problem is not None:
+            return {}, problem
     return value, None
 
 

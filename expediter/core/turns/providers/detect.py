@@ -19,11 +19,13 @@ _RESPONSES_ITEMS = frozenset({"function_call", "message", "reasoning", "web_sear
 
 
 def _types(items: Any) -> set[str]:
-    return {str(item.get("type")) for item in as_list(items) if isinstance(item, Mapping)}
+    types = (item.get("type") for item in as_list(items) if isinstance(item, Mapping))
+    return {kind for kind in types if type(kind) is str}
 
 
 def _mistral(response: Mapping[str, Any], message: Any) -> bool:
-    model = str(response.get("model") or "").lower()
+    model = response.get("model")
+    model = model.lower() if type(model) is str else ""
     # mistral, codestral, devstral, magistral, ministral, voxtral; mixtral, pixtral
     if "stral" in model or "xtral" in model:
         return True

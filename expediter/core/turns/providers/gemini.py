@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from expediter.core.turns.providers.base import (
@@ -10,10 +10,15 @@ from expediter.core.turns.providers.base import (
     Provider,
     RawCall,
     ToolSpec,
+    Unreadable,
     as_list,
     field,
+    given_id,
+    id_maker,
+    json_kind,
+    read_each,
     result_object,
-    synthetic_id,
+    text_field,
 )
 from expediter.core.turns.providers.jsonschema import gemini_schema
 
@@ -51,31 +56,34 @@ class Gemini(Provider):
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         parts = _parts(response)
-        calls = []
-        for index, part in enumerate(parts):
-            if not isinstance(part, Mapping):
-                continue
-            function = field(part, "functionCall", "function_call")
-            if not isinstance(function, Mapping):
-                continue
-            extras: dict[str, Any] = {}
-            signature = field(part, "thoughtSignature", "thought_signature")
-            if signature is not None:
-                extras["thought_signature"] = signature
-            given = function.get("id")
-            if not given:
-                # Gemini may leave calls without ids: make one that is the same every time
-                # this response is read, and remember not to send it back as Gemini's own.
-                extras["synthesized_id"] = True
-            calls.append(
-                RawCall(
-                    call_id=str(given or synthetic_id(parts, index)),
-                    name=str(function.get("name") or ""),
-                    arguments=function.get("args"),
-                    extras=extras,
+        make_id = id_maker(parts)  # an id-less call's id follows from every part and its place
+        return read_each(parts, lambda part, index: self._read_call(part, index, make_id), make_id)
+
+    def _read_call(self, part: Any, index: int, make_id: Callable[[int], str]) -> RawCall | None:
+        if not isinstance(part, Mapping):
+            return None
+        function = field(part, "functionCall", "function_call")
+        if not isinstance(function, Mapping):
+            return None
+        extras: dict[str, Any] = {}
+        signature = field(part, "thoughtSignature", "thought_signature")
+        if signature is not None:
+            if not isinstance(signature, str | bytes):
+                raise Unreadable(
+                    f"the call's thought signature must be a string, not {json_kind(signature)}"
                 )
-            )
-        return calls
+            extras["thought_signature"] = signature
+        given = given_id(function.get("id"))
+        if given is None:
+            # Gemini may leave calls without ids: make one that is the same every time
+            # this response is read, and remember not to send it back as Gemini's own.
+            extras["synthesized_id"] = True
+        return RawCall(
+            call_id=given or make_id(index),
+            name=text_field(function.get("name"), "name"),
+            arguments=function.get("args"),
+            extras=extras,
+        )
 
     def result_messages(
         self, calls: Sequence[Any], results: Sequence[CallResult | None]

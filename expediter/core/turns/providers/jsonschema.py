@@ -126,7 +126,8 @@ def read_only(value: Any) -> Any:
 
 
 def model_schema(action: Action) -> Schema:
-    """The parameters the model sees: fixed values and framework keys removed, all else kept."""
+    """The parameters the model sees: fixed values, framework keys and the host's ``writeOnly``
+    marks removed, all else kept."""
     schema: Schema = copy.deepcopy(dict(action.parameters))
     fixed = set(action.fixed)
     if fixed:
@@ -140,6 +141,9 @@ def model_schema(action: Action) -> Schema:
     def drop_framework_keys(node: Schema) -> None:
         for key in [key for key in node if key.startswith(_FRAMEWORK_PREFIX)]:
             del node[key]
+        # ``writeOnly`` marks a secret parameter for the host (``expediter.Secret``); providers
+        # with a schema subset (Gemini, strict mode) refuse it, and the model needs it not.
+        node.pop("writeOnly", None)
 
     walk(schema, drop_framework_keys)
     schema.setdefault("type", "object")

@@ -13,9 +13,12 @@ from expediter.core.turns.providers.base import (
     ToolSpec,
     as_list,
     field,
+    given_id,
     json_kind,
+    read_each,
     result_text,
     synthetic_id,
+    text_field,
 )
 
 __all__ = ["Mistral", "Ollama", "OpenAIChat", "OpenAIResponses"]
@@ -49,28 +52,30 @@ class OpenAIChat(Provider):
         return {"type": "function", "function": function}
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
-        calls = []
-        for index, item in enumerate(as_list(_message(response).get("tool_calls"))):
-            if not isinstance(item, dict):
-                continue
-            function = item.get("function") or {}
-            call_id = str(item.get("id") or synthetic_id(item, index))
-            if type(function) is not dict and not isinstance(function, Mapping):
-                # Still a call the model made (its id needs an answer): an error, not a crash.
-                problem = (
-                    'the tool call\'s "function" must be an object with "name" and '
-                    f'"arguments", not {json_kind(function)}'
-                )
-                calls.append(RawCall(call_id=call_id, name="", arguments=Malformed(problem)))
-                continue
-            calls.append(
-                RawCall(
-                    call_id=call_id,
-                    name=str(function.get("name") or ""),
-                    arguments=function.get("arguments"),
-                )
+        return read_each(as_list(_message(response).get("tool_calls")), self._read_call)
+
+    def _read_call(self, item: Any, index: int) -> RawCall | None:
+        # Plain type checks first, the slower general ones only off the usual path: the turn
+        # budget (DESIGN section 9). A wrong type raises Unreadable, which read_each reports.
+        if type(item) is not dict and not isinstance(item, Mapping):
+            return None
+        identifier = item.get("id")
+        if type(identifier) is not str or not identifier:
+            identifier = given_id(identifier) or synthetic_id(item, index)
+        function = item.get("function") or {}
+        if type(function) is not dict and not isinstance(function, Mapping):
+            # Still a call the model made (its id needs an answer): an error, not a crash.
+            problem = (
+                'the tool call\'s "function" must be an object with "name" and '
+                f'"arguments", not {json_kind(function)}'
             )
-        return calls
+            return RawCall(call_id=identifier, name="", arguments=Malformed(problem))
+        name = function.get("name")
+        return RawCall(
+            call_id=identifier,
+            name=name if type(name) is str else text_field(name, "name"),
+            arguments=function.get("arguments"),
+        )
 
     def reply(self, call: Any, text: str) -> dict[str, Any]:
         """The message answering one call."""
@@ -120,21 +125,18 @@ class OpenAIResponses(Provider):
         return tool
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
-        calls = []
-        for index, item in enumerate(as_list(response.get("output"))):
-            if not isinstance(item, Mapping) or item.get("type") != "function_call":
-                continue
-            call_id = field(item, "call_id", "id") or synthetic_id(item, index)
-            extras = {"id": item["id"]} if item.get("id") else {}
-            calls.append(
-                RawCall(
-                    call_id=str(call_id),
-                    name=str(item.get("name") or ""),
-                    arguments=item.get("arguments"),
-                    extras=extras,
-                )
-            )
-        return calls
+        return read_each(as_list(response.get("output")), self._read_call)
+
+    def _read_call(self, item: Any, index: int) -> RawCall | None:
+        if not isinstance(item, Mapping) or item.get("type") != "function_call":
+            return None
+        item_id = given_id(item.get("id"))
+        return RawCall(
+            call_id=given_id(field(item, "call_id", "id"), "call_id") or synthetic_id(item, index),
+            name=text_field(item.get("name"), "name"),
+            arguments=item.get("arguments"),
+            extras={"id": item_id} if item_id else {},
+        )
 
     def result_messages(
         self, calls: Sequence[Any], results: Sequence[CallResult | None]
