@@ -142,6 +142,10 @@ class Deadlines:
         now = time.perf_counter()
         ended = step.ended or now
         took = ended - started
+        if took < timeout * 0.5:
+            # Far from its deadline (which counted from when the call was prepared, just
+            # before): no clock to read (the turn budget).
+            return None
         deadline = step.deadline
         if took <= timeout and (deadline is None or time.time() - (now - ended) <= deadline):
             return None

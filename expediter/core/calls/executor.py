@@ -29,7 +29,15 @@ import attrs
 
 from expediter.core.calls.deadlines import Deadlines
 from expediter.core.calls.decisions import ALLOW, as_decision, combine_decisions
-from expediter.core.calls.intake import FLAT, INT_BITS, argument_problem, call_key
+from expediter.core.calls.intake import (
+    FLAT,
+    KEY_ID_CHARS,
+    LARGEST_INT,
+    SMALLEST_INT,
+    argument_problem,
+    call_key,
+    key_prefix,
+)
 from expediter.core.calls.recording import Recorder
 from expediter.core.calls.results import (
     ToolExit,
@@ -124,15 +132,16 @@ class Executor:
         call's error. ``KeyboardInterrupt`` still stops it, once the running call's row is
         finished as ``failed`` ("interrupted")."""
         run_id = run_id or new_run_id()
+        prefix = key_prefix(message_id, run_id)
         seen: dict[str, int] = {}
         for call in calls:
-            step = self.begin(
-                turn,
-                call,
-                message_id=message_id,
-                run_id=run_id,
-                key=call_key(call, message_id, run_id, seen),
-            )
+            call_id = call.call_id
+            if type(call_id) is str and len(call_id) <= KEY_ID_CHARS and call_id not in seen:
+                seen[call_id] = 1  # the common case, without a call (the turn budget)
+                key = prefix + call_id
+            else:
+                key = call_key(call, prefix, seen)
+            step = self.begin(turn, call, message_id=message_id, run_id=run_id, key=key)
             if step.final is not None:
                 yield self.emit(step.final)
                 continue
@@ -149,6 +158,7 @@ class Executor:
         Closing the iteration early cancels the calls still running; a call that has not
         started by then never starts."""
         run_id = run_id or new_run_id()
+        prefix = key_prefix(message_id, run_id)
         seen: dict[str, int] = {}
         steps = [
             self.begin(
@@ -156,7 +166,7 @@ class Executor:
                 call,
                 message_id=message_id,
                 run_id=run_id,
-                key=call_key(call, message_id, run_id, seen),
+                key=call_key(call, prefix, seen),
             )
             for call in calls
         ]
@@ -218,7 +228,13 @@ class Executor:
         """Everything before the tool runs: resolution, the decision, the ledger's proposal,
         the arguments. A step with ``final`` set ended (or paused) here. Never raises for
         what the call holds: a failure here is the call's error event (and its row)."""
-        step = Step(call, key or call_key(call, message_id, run_id, None), turn, message_id, run_id)
+        step = Step(
+            call,
+            key or call_key(call, key_prefix(message_id, run_id), None),
+            turn,
+            message_id,
+            run_id,
+        )
         try:
             return self._begin(step)
         except Exception as exc:
@@ -525,7 +541,7 @@ class Executor:
             exc is None
             and type(value) in _PLAIN
             and not self._normalizes
-            and (type(value) is not int or value.bit_length() < INT_BITS)
+            and (type(value) is not int or SMALLEST_INT < value < LARGEST_INT)
         ):
             # Nothing to normalize or clean: skips building an Outcome (the turn budget).
             ok, result = True, value

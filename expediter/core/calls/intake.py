@@ -10,7 +10,17 @@ from typing import Any
 from expediter.core.records.calls import ToolCall
 from expediter.core.records.text import echo
 
-__all__ = ["FLAT", "INT_BITS", "MAX_ARGUMENT_DEPTH", "argument_problem", "call_key"]
+__all__ = [
+    "FLAT",
+    "INT_BITS",
+    "KEY_ID_CHARS",
+    "LARGEST_INT",
+    "MAX_ARGUMENT_DEPTH",
+    "SMALLEST_INT",
+    "argument_problem",
+    "call_key",
+    "key_prefix",
+]
 
 #: Argument values that need no look (the common call has only these).
 FLAT = frozenset({str, bool, type(None)})
@@ -19,28 +29,35 @@ FLAT = frozenset({str, bool, type(None)})
 MAX_ARGUMENT_DEPTH = 64
 #: An integer of more bits than this has more digits than Python turns into text.
 INT_BITS = 14_000
+#: Integers are checked against this bound by comparison, not a method call (the turn budget).
+LARGEST_INT = 2**INT_BITS
+#: Its negative, made once (negating a 14,000-bit integer allocates one).
+SMALLEST_INT = -LARGEST_INT
 #: Call ids longer than this are shortened (with a digest) in the ledger key.
-_KEY_ID_CHARS = 128
+KEY_ID_CHARS = 128
 
 
-def call_key(
-    call: ToolCall, message_id: str | None, run_id: str, seen: dict[str, int] | None
-) -> str:
-    """The ledger key of a call: ``message_id:call_id`` (``run_id:call_id`` without a
-    message). A call id used again in the same turn gets ``#2``, ``#3``...: each call keeps its
-    own row and event. An overlong id is shortened, with a digest of the whole."""
+def call_key(call: ToolCall, prefix: str, seen: dict[str, int] | None) -> str:
+    """The ledger key of a call: ``prefix`` (``message_id:`` or ``run_id:``) and its call id.
+    A call id used again in the same turn (``seen`` counts them) gets ``#2``, ``#3``...: each
+    call keeps its own row and event. An overlong id is shortened, with a digest of the
+    whole."""
     call_id = call.call_id
-    if type(call_id) is not str or len(call_id) > _KEY_ID_CHARS:
+    if type(call_id) is not str or len(call_id) > KEY_ID_CHARS:
         whole = str(call_id)
         digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         call_id = f"{whole[:64]}~{digest}"
-    key = f"{message_id}:{call_id}" if message_id else f"{run_id}:{call_id}"
     if seen is not None:
-        count = seen.get(key, 0) + 1
-        seen[key] = count
+        count = seen.get(call_id, 0) + 1
+        seen[call_id] = count
         if count > 1:
-            return f"{key}#{count}"
-    return key
+            return f"{prefix}{call_id}#{count}"
+    return prefix + call_id
+
+
+def key_prefix(message_id: str | None, run_id: str) -> str:
+    """What the keys of a turn's calls begin with."""
+    return f"{message_id}:" if message_id else f"{run_id}:"
 
 
 def argument_problem(arguments: Mapping[str, Any]) -> str | None:
@@ -50,7 +67,7 @@ def argument_problem(arguments: Mapping[str, Any]) -> str | None:
     for name, value in arguments.items():  # the common call: flat, numbers at most
         kind = type(value)
         if kind is int:
-            if value.bit_length() > INT_BITS:
+            if not SMALLEST_INT < value < LARGEST_INT:
                 return f"argument {echo(name, 40)} is an integer too long to use"
         elif kind is float:
             if value - value != 0.0:  # NaN or an infinity
