@@ -139,13 +139,15 @@ class Deadlines:
         timeout, started = self.timeout, step.started
         if timeout is None or started is None:
             return None
-        now = time.perf_counter()
-        ended = step.ended or now
-        took = ended - started
+        ended = step.ended
+        took = (time.perf_counter() if ended is None else ended) - started
         if took < timeout * 0.5:
             # Far from its deadline (which counted from when the call was prepared, just
-            # before): no clock to read (the turn budget).
+            # before): no more clocks to read (the turn budget).
             return None
+        now = time.perf_counter()
+        if ended is None:
+            ended = now
         deadline = step.deadline
         if took <= timeout and (deadline is None or time.time() - (now - ended) <= deadline):
             return None
