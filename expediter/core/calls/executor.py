@@ -29,15 +29,7 @@ import attrs
 
 from expediter.core.calls.deadlines import Deadlines
 from expediter.core.calls.decisions import ALLOW, as_decision, combine_decisions
-from expediter.core.calls.intake import (
-    FLAT,
-    KEY_ID_CHARS,
-    LARGEST_INT,
-    SMALLEST_INT,
-    argument_problem,
-    call_key,
-    key_prefix,
-)
+from expediter.core.calls.intake import FLAT, KEY_ID_CHARS, argument_problem, call_key, key_prefix
 from expediter.core.calls.recording import Recorder
 from expediter.core.calls.results import (
     ToolExit,
@@ -48,6 +40,7 @@ from expediter.core.calls.results import (
 )
 from expediter.core.calls.steps import Step, Turn, Withheld, recorded_arguments
 from expediter.core.records.calls import CallEvent, EventStatus, ToolCall, new_run_id
+from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
 from expediter.core.records.text import echo
 from expediter.errors import ArgumentError, LedgerError
@@ -263,7 +256,7 @@ class Executor:
         if not FLAT.issuperset(map(type, arguments.values())):
             problem = argument_problem(arguments)
             if problem is not None:
-                if problem.startswith("arguments nested"):
+                if "levels deep" in problem:
                     step.redacted = {"(arguments)": "not recorded: " + problem}
                 return self._refuse(step, problem, "ArgumentError")
         offered = turn.offered(call.name)

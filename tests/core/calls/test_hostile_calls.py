@@ -129,9 +129,9 @@ def _nested(levels: int) -> Any:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (_nested(10_000), "nested more than"),
-        (math.nan, "not JSON"),
-        ([1.0, math.inf], "not JSON"),
+        (_nested(10_000), "nest more than"),
+        (math.nan, "not a JSON number"),
+        ([1.0, math.inf], "not a JSON number"),
         (10**5000, "too long"),
     ],
     ids=["deep", "nan", "inf-in-list", "huge-int"],

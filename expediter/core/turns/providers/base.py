@@ -11,15 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import string
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 import attrs
 
 from expediter.core.records.calls import NO_EXTRAS
+from expediter.core.records.limits import MAX_DEPTH, json_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -46,11 +45,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _ALPHABET = string.ascii_letters + string.digits
-#: How deep a call's arguments may nest (objects and arrays): deeper is an argument error, so
-#: nothing that walks arguments later (redaction, binding, the ledger) can run out of stack.
-MAX_DEPTH = 64
-#: The longest integer Python turns into text (its ``int_max_str_digits``), in bits.
-_MAX_INT_BITS = int((sys.get_int_max_str_digits() or 4300) * 3.32)
 
 
 class _NotJSON(ValueError):
@@ -243,43 +237,6 @@ def given_id(value: Any, what: str = "id") -> str | None:
     if type(value) is int and value.bit_length() <= 64:
         return str(value)
     raise Unreadable(f'the call\'s "{what}" must be a string, not {json_kind(value)}')
-
-
-def _too_deep(depth: int) -> str | None:
-    return f"the arguments nest more than {MAX_DEPTH} levels deep" if depth >= MAX_DEPTH else None
-
-
-def json_problem(value: Any) -> str | None:
-    """What makes decoded arguments unfit to run with, or None: nesting deeper than
-    ``MAX_DEPTH``, NaN or infinite numbers, non-text keys, values JSON does not have."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str) or item is None or item is True or item is False:
-            continue
-        if isinstance(item, int):
-            if item.bit_length() > _MAX_INT_BITS:
-                return "the arguments hold an integer too long to read"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return f"the arguments hold {item}, which is not a JSON number"
-        elif type(item) is dict or isinstance(item, Mapping):
-            problem = _too_deep(depth)
-            if problem is not None:
-                return problem
-            for key, child in item.items():
-                if type(key) is not str:
-                    return f"the arguments' names must be strings, not {json_kind(key)}"
-                stack.append((child, depth + 1))
-        elif isinstance(item, list | tuple):
-            problem = _too_deep(depth)
-            if problem is not None:
-                return problem
-            stack.extend((child, depth + 1) for child in item)
-        else:
-            kind = type(item).__name__
-            return f"the arguments hold a value of type {kind}, which JSON does not have"
-    return None
 
 
 def _decode_problem(exc: ValueError | RecursionError) -> str:
