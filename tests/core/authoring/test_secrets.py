@@ -202,8 +202,18 @@ def test_through_a_host_the_event_and_error_never_show_a_secret(
     )
 
 
-@pytest.mark.parametrize("provider", ["openai", "openai-responses", "anthropic", "gemini"])
-@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(
+    ("provider", "strict"),
+    [
+        ("openai", False),
+        ("openai", True),
+        ("openai-responses", False),
+        ("openai-responses", True),
+        ("anthropic", False),
+        ("anthropic", True),
+        ("gemini", False),
+    ],
+)
 def test_the_secret_mark_never_reaches_a_provider_schema(
     make_host: Any, provider: str, strict: bool
 ) -> None:
@@ -213,8 +223,6 @@ def test_the_secret_mark_never_reaches_a_provider_schema(
         return user
 
     host = make_host(login)
-    if strict and provider == "gemini":
-        pytest.skip("Gemini has no strict mode")
     schemas = host.toolset().schemas(provider, strict=strict)
     assert "writeOnly" not in json.dumps(schemas)
     assert "password" in json.dumps(schemas)
