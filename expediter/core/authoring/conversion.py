@@ -28,6 +28,7 @@ from cattrs.cols import (
 from cattrs.gen import make_dict_structure_fn
 
 from expediter.core.authoring.schema import strip_annotated
+from expediter.core.records.limits import INT_DIGITS, LARGEST_INT, SMALLEST_INT
 from expediter.core.records.redaction import redact
 from expediter.core.records.text import echo
 
@@ -364,17 +365,14 @@ class NotJSON(TypeError):
 
 
 #: Python refuses to turn longer integers into text (``sys.get_int_max_str_digits``).
-_INT_DIGITS = 4300
-#: An integer of more bits than this has more than ``_INT_DIGITS`` digits.
-_INT_BITS = int(_INT_DIGITS * 3.3219)
 
 
 def _check_json(value: Any, path: str, notes: list[str] | None) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
-        if value.bit_length() > _INT_BITS:
-            raise NotJSON(f"{path} is an integer of more than {_INT_DIGITS} digits")
+        if not SMALLEST_INT < value < LARGEST_INT:
+            raise NotJSON(f"{path} is an integer of more than {INT_DIGITS} digits")
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):

@@ -8,12 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from expediter.core.records.calls import ToolCall
+from expediter.core.records.limits import PLAIN as FLAT
 from expediter.core.records.limits import json_problem
 
 __all__ = ["FLAT", "KEY_ID_CHARS", "argument_problem", "call_key", "key_prefix"]
 
-#: Argument values that need no look (the common call has only these).
-FLAT = frozenset({str, bool, type(None)})
 #: Call ids longer than this are shortened (with a digest) in the ledger key.
 KEY_ID_CHARS = 128
 

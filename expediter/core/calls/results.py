@@ -13,6 +13,7 @@ from expediter.core.authoring.conversion import NotJSON, to_json_value
 
 # ``clean_text``, ``model_copy`` and ``sanitize`` live in ``core.records.text``; they stay
 # importable from here, where the executor has always found them.
+from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
 from expediter.core.records.text import clean_text, json_text, model_copy, sanitize
 from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
@@ -117,7 +118,7 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 
 def outcome_from_value(value: Any) -> Outcome:
     """Normalize a returned value: ``ToolError``, ``ToolResult`` and error dicts mean error."""
-    if type(value) in _SCALARS and (type(value) is not int or value.bit_length() < 14000):
+    if type(value) in _SCALARS and (type(value) is not int or SMALLEST_INT < value < LARGEST_INT):
         return Outcome(True, value=sanitize(value) if type(value) is str else value)
     if isinstance(value, BaseException):
         return outcome_from_exception(value)

@@ -7,11 +7,10 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, final
 
-import attrs
-
 from expediter.core.authoring.conversion import NotJSON, to_json_value
 from expediter.core.records.redaction import redact
 from expediter.core.records.text import echo
+from expediter.hookspecs.tool import ConfigField
 
 if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool
@@ -228,15 +227,13 @@ def _secret_fields(loaded: LoadedTool | None) -> frozenset[str] | None:
     if loaded is None:
         return None
     try:
-        fields = loaded.relay.hook.config_requirements() or []
-        names = set()
-        for field in fields:
-            data = field if isinstance(field, Mapping) else attrs.asdict(field)
-            if data.get("secret"):
-                names.add(str(data.get("name")))
-        return frozenset(names)
+        fields = [
+            item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
+            for item in loaded.relay.hook.config_requirements() or []
+        ]
     except Exception:
         return None
+    return frozenset(field.name for field in fields if field.secret)
 
 
 def _kept_config(config: Mapping[str, Any], secret: frozenset[str] | None) -> dict[str, Any]:

@@ -10,17 +10,26 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["INT_BITS", "LARGEST_INT", "MAX_DEPTH", "SMALLEST_INT", "json_problem"]
+__all__ = [
+    "INT_BITS",
+    "INT_DIGITS",
+    "LARGEST_INT",
+    "MAX_DEPTH",
+    "PLAIN",
+    "SMALLEST_INT",
+    "json_problem",
+]
 
 #: How deep a call's arguments may nest (objects and arrays).
 MAX_DEPTH = 64
-#: The longest integer Python turns into text (its ``int_max_str_digits``), in bits.
-INT_BITS = int((sys.get_int_max_str_digits() or 4300) * 3.32)
+#: The longest integer Python turns into text (its ``int_max_str_digits``), in digits and bits.
+INT_DIGITS = sys.get_int_max_str_digits() or 4300
+INT_BITS = int(INT_DIGITS * 3.32)
 #: Integers are checked against these bounds by comparison, not a method call (the turn budget).
 LARGEST_INT = 2**INT_BITS
 SMALLEST_INT = -LARGEST_INT
-#: Values that need no look.
-_PLAIN = frozenset({str, bool, type(None)})
+#: Values that need no look (the common argument has only these).
+PLAIN = frozenset({str, bool, type(None)})
 
 
 def json_problem(value: Any, *, strict: bool = True) -> str | None:
@@ -37,7 +46,7 @@ def json_problem(value: Any, *, strict: bool = True) -> str | None:
             elif kind is float:
                 if item - item != 0.0:  # NaN or an infinity
                     return f"the arguments hold {item}, which is not a JSON number"
-            elif kind not in _PLAIN:
+            elif kind not in PLAIN:
                 nested = True
         if not nested and not (strict and not all(type(key) is str for key in value)):
             return None
@@ -49,7 +58,7 @@ def _walk(value: Any, strict: bool) -> str | None:
     while stack:
         item, depth = stack.pop()
         kind = type(item)
-        if kind in _PLAIN or isinstance(item, str):
+        if kind in PLAIN or isinstance(item, str):
             continue
         if kind is int or kind is float or isinstance(item, int | float):
             if isinstance(item, bool):
