@@ -10,9 +10,12 @@ __all__ = [
     "ActionNotFound",
     "ApprovalRequired",
     "ArgumentError",
+    "ConfigError",
+    "CredentialError",
     "DecisionRefused",
     "EgressBlocked",
     "ExpediterError",
+    "InstanceNotFound",
     "LedgerError",
     "PluginLoadError",
     "SchemaError",
@@ -84,3 +87,18 @@ class LedgerError(ExpediterError):
 
 class EgressBlocked(ExpediterError):
     """An outbound request was refused by the egress guard."""
+
+
+class ConfigError(ArgumentError):
+    """A tool instance's configuration does not match the tool's ``config_requirements``
+    (``parameter`` names the field)."""
+
+
+class InstanceNotFound(ExpediterError, LookupError):
+    """No stored tool instance has that id (or it belongs to another user)."""
+
+
+class CredentialError(ExpediterError):
+    """Stored credentials cannot be encrypted or decrypted: no key is configured
+    (``EXPEDITER_SECRET_KEYS``), a key is an example value, or a blob was tampered with, is
+    another owner's, or names a key that is not configured."""

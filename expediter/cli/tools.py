@@ -175,7 +175,13 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
         echo_json(info.to_dict())
         return
     flags = [
-        flag for flag, on in (("internal", info.internal), ("user-scoped", info.user_scoped)) if on
+        flag
+        for flag, on in (
+            ("internal", info.internal),
+            ("user-scoped", info.user_scoped),
+            ("headless-excluded", info.headless_excluded),
+        )
+        if on
     ]
     click.echo(
         escape(

@@ -163,6 +163,7 @@ class FunctionTool:
 
     internal: bool
     user_scoped: bool
+    headless_excluded: bool
 
     def __init__(
         self,
@@ -172,6 +173,7 @@ class FunctionTool:
         description: str | None = None,
         internal: bool = False,
         user_scoped: bool = False,
+        headless_excluded: bool = False,
         require_approval: bool = False,
     ) -> None:
         functools.update_wrapper(self, func)
@@ -179,6 +181,7 @@ class FunctionTool:
         self.name = name or func.__name__
         self.internal = internal
         self.user_scoped = user_scoped
+        self.headless_excluded = headless_excluded
         self._description = description
         self._require_approval = require_approval
 
@@ -226,6 +229,7 @@ def tool(
     description: str | None = None,
     internal: bool = False,
     user_scoped: bool = False,
+    headless_excluded: bool = False,
     require_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
@@ -236,6 +240,7 @@ def tool(
     description: str | None = None,
     internal: bool = False,
     user_scoped: bool = False,
+    headless_excluded: bool = False,
     require_approval: bool = False,
 ) -> Any:
     """Make a tool with one action from a typed function (usable bare or called)."""
@@ -247,6 +252,7 @@ def tool(
             description=description,
             internal=internal,
             user_scoped=user_scoped,
+            headless_excluded=headless_excluded,
             require_approval=require_approval,
         )
 
@@ -264,6 +270,7 @@ class FunctionGroup:
         description: str = "",
         internal: bool = False,
         user_scoped: bool = False,
+        headless_excluded: bool = False,
     ) -> None:
         self.name = name
         self.functions = {function.name: function for function in functions}
@@ -272,6 +279,7 @@ class FunctionGroup:
         self._description = description
         self.internal = internal
         self.user_scoped = user_scoped
+        self.headless_excluded = headless_excluded
 
     @property
     def description(self) -> str:
@@ -306,6 +314,8 @@ class Toolbox:
     description: ClassVar[str] = ""
     internal: ClassVar[bool] = False
     user_scoped: ClassVar[bool] = False
+    #: Never offered in headless runs (e.g. a scheduler that would schedule more runs).
+    headless_excluded: ClassVar[bool] = False
     #: The configuration an instance needs, returned by ``config_requirements``.
     config_fields: ClassVar[Sequence[ConfigField]] = ()
 

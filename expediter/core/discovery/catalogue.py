@@ -122,6 +122,9 @@ class ToolInfo:
     config: tuple[ConfigField, ...] = ()
     #: The ``PackInfo.id`` of the pack that registered the tool.
     pack_id: str = ""
+    #: Never offered in headless runs (the tool declares ``headless_excluded``); last, so
+    #: positional construction keeps its meaning.
+    headless_excluded: bool = False
 
     def action(self, name: str) -> Action | None:
         """Return the named action, or None."""
@@ -140,6 +143,7 @@ class ToolInfo:
             "actions": [action.name for action in self.actions if action.active],
             "version": self.version,
             "user_scoped": self.user_scoped,
+            "headless_excluded": self.headless_excluded,
             "description": self.description,
         }
 
@@ -350,6 +354,7 @@ def _read_tool(data: Mapping[str, Any]) -> ToolInfo:
         actions=tuple(_read_action(item) for item in data.get("actions", ())),
         config=tuple(_read_field(item) for item in data.get("config", ())),
         pack_id=data.get("pack_id", ""),
+        headless_excluded=bool(data.get("headless_excluded", False)),
     )
 
 

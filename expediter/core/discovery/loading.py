@@ -65,6 +65,8 @@ class ToolType:
     factory: Factory
     internal: bool = False
     user_scoped: bool = False
+    #: Never offered in headless runs.
+    headless_excluded: bool = False
     description: str = ""
     hooks: tuple[str, ...] = TOOL_HOOKS
 

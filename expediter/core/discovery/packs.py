@@ -280,6 +280,7 @@ class _Candidate:
     factory: Callable[[Mapping[str, Any] | None], object]
     internal: bool
     user_scoped: bool
+    headless_excluded: bool
     description: str
     hooks: tuple[str, ...]
 
@@ -293,6 +294,7 @@ def _from_tool_object(obj: object, name: str | None) -> _Candidate | None:
             _shared(obj),
             obj.internal,
             obj.user_scoped,
+            obj.headless_excluded,
             obj.description,
             ("get_actions_metadata", "execute_action"),
         )
@@ -303,6 +305,7 @@ def _from_tool_object(obj: object, name: str | None) -> _Candidate | None:
             _instantiate(obj),
             obj.internal,
             obj.user_scoped,
+            obj.headless_excluded,
             obj.description,
             TOOL_HOOKS,
         )
@@ -321,6 +324,7 @@ def _from_tool_object(obj: object, name: str | None) -> _Candidate | None:
         factory,
         bool(getattr(obj, "internal", False)),
         bool(getattr(obj, "user_scoped", False)),
+        bool(getattr(obj, "headless_excluded", False)),
         str(getattr(obj, "description", "") or _summary(obj)),
         _tool_hooks(obj),
     )
@@ -350,6 +354,7 @@ def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
             _shared(module),
             bool(getattr(module, "internal", False)),
             bool(getattr(module, "user_scoped", False)),
+            bool(getattr(module, "headless_excluded", False)),
             str(getattr(module, "description", "") or _summary(module)),
             _tool_hooks(module),
         )
@@ -379,12 +384,23 @@ def _from_module(module: types.ModuleType, name: str) -> _Candidate | None:
         )
     if boxes:
         return _from_tool_object(boxes[0], name)
-    flags = {(function.internal, function.user_scoped) for function in functions}
+    flags = {
+        (function.internal, function.user_scoped, function.headless_excluded)
+        for function in functions
+    }
     if len(flags) > 1:
-        raise TypeError(f"{_label(module)}: its @tool functions disagree on internal/user_scoped")
-    internal, user_scoped = flags.pop()
+        raise TypeError(
+            f"{_label(module)}: its @tool functions disagree on "
+            "internal/user_scoped/headless_excluded; give them all the same values"
+        )
+    internal, user_scoped, headless_excluded = flags.pop()
     group = FunctionGroup(
-        name, functions, description=_summary(module), internal=internal, user_scoped=user_scoped
+        name,
+        functions,
+        description=_summary(module),
+        internal=internal,
+        user_scoped=user_scoped,
+        headless_excluded=headless_excluded,
     )
     return _from_tool_object(group, name)
 
@@ -547,6 +563,7 @@ def describe_tool(tool_type: ToolType) -> ToolInfo:
         source=tool_type.source,
         internal=tool_type.internal,
         user_scoped=tool_type.user_scoped,
+        headless_excluded=tool_type.headless_excluded,
         description=tool_type.description,
         actions=tuple(actions),
         config=config,
@@ -573,6 +590,7 @@ def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
             factory=candidate.factory,
             internal=candidate.internal,
             user_scoped=candidate.user_scoped,
+            headless_excluded=candidate.headless_excluded,
             description=candidate.description,
             hooks=candidate.hooks,
         )

@@ -50,3 +50,5 @@ class Proposal:
     lease: bool = True
     decision: str | None = None
     reason: str | None = None
+    #: The owner of the instance when it is not the invoker (a delegation).
+    delegated_from: str | None = None

@@ -370,6 +370,7 @@ class Ledger(LedgerReads):
         lease: bool = True,
         decision: str | None = None,
         reason: str | None = None,
+        delegated_from: str | None = None,
     ) -> Attempt:
         """Record a call as ``proposed`` (with a lease when it is about to run), before it runs.
 
@@ -403,6 +404,7 @@ class Ledger(LedgerReads):
             None, None, now, now, None, None, now + self.lease_seconds if lease else None,
             self.worker_id, attempt_id, None if request is None else json_column(request),
             None if reason is None else column_text(reason),
+            None if delegated_from is None else column_text(delegated_from),
         )  # fmt: skip
         with self._lock:
             repository = self._repository
@@ -465,6 +467,7 @@ class Ledger(LedgerReads):
         lease: bool,
         decision: str | None,
         reason: str | None,
+        delegated_from: str | None = None,
     ) -> dict[str, Any]:
         """The ``proposed`` row of a call (the parameters in ``Proposal``'s field order)."""
         return {
@@ -493,6 +496,7 @@ class Ledger(LedgerReads):
             "worker_id": self.worker_id,
             "attempt_id": new_attempt_id(),
             "request": json_column(request),
+            "delegated_from": column_text(delegated_from),
         }
 
     def _refused(self) -> LedgerError:

@@ -35,7 +35,7 @@ _ROW_KEYS = (
     "key", "call_id", "message_id", "run_id", "user_id", "owner_id", "instance_id", "tool",
     "action", "status", "decision", "error", "attempted_at", "finished_at", "duration_ms",
     "name", "arguments", "result", "decided_by", "decision_reason", "updated_at",
-    "lease_expires_at", "worker_id", "late", "duplicate_of",
+    "lease_expires_at", "worker_id", "late", "duplicate_of", "delegated_from",
 )  # fmt: skip
 _TIMES = ("attempted_at", "finished_at", "updated_at", "lease_expires_at")
 
@@ -75,6 +75,8 @@ class LedgerRow:
     #: For a duplicate execution recorded on replay (key ``KEY#dup-N``): the ``KEY`` it
     #: duplicates (see ``Ledger.duplicates``).
     duplicate_of: str | None = None
+    #: A call made with an instance another user owns: that owner's id.
+    delegated_from: str | None = None
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> LedgerRow:

@@ -6,7 +6,7 @@ not edit (``tests/core/ledger/test_statements.py`` fails when it is out of date)
 # fmt: off
 
 #: The schema revision these statements were rendered for (the newest migration).
-REVISION = '0004_duplicate_of'
+REVISION = '0005_tool_instances'
 #: The PostgreSQL channel ``Ledger.wait`` listens on; the payload is a call's key.
 CHANNEL = 'expediter_calls'
 #: The columns of ``tool_call_attempts``, in table order.
@@ -15,7 +15,7 @@ COLUMNS = (
     'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
     'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
     'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'late',
-    'request', 'decision_reason', 'duplicate_of',
+    'request', 'decision_reason', 'duplicate_of', 'delegated_from',
 )
 #: sqlite: statement name -> (SQL, positional parameter names).
 SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -23,15 +23,15 @@ SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
         'INSERT INTO tool_call_attempts ("key", call_id, name, message_id, run_id, '
         'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
         'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
-        'lease_expires_at, worker_id, attempt_id, request, decision_reason) VALUES (?, '
-        '?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON '
-        'CONFLICT ("key") DO NOTHING',
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'delegated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '
+        '?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
         (
             'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
             'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason',
+            'decision_reason', 'delegated_from',
         ),
     ),
     'insert_duplicate': (
@@ -39,36 +39,37 @@ SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
         'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
         'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
         'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
-        'duplicate_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '
-        '?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
+        'duplicate_of, delegated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '
+        '?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("key") DO NOTHING',
         (
             'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
             'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason', 'duplicate_of',
+            'decision_reason', 'duplicate_of', 'delegated_from',
         ),
     ),
     'upsert': (
         'INSERT INTO tool_call_attempts ("key", call_id, name, message_id, run_id, '
         'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
         'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
-        'lease_expires_at, worker_id, attempt_id, request, decision_reason) VALUES (?, '
-        '?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON '
-        'CONFLICT ("key") DO UPDATE SET status = excluded.status, result = '
-        'excluded.result, error = excluded.error, updated_at = excluded.updated_at, '
-        'finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, '
-        'lease_expires_at = excluded.lease_expires_at, late = CASE WHEN '
-        "(tool_call_attempts.status = 'abandoned') THEN 1 ELSE tool_call_attempts.late "
-        'END WHERE tool_call_attempts.attempt_id = excluded.attempt_id AND '
-        "(tool_call_attempts.status = 'proposed' OR tool_call_attempts.status = "
-        "'approved' OR tool_call_attempts.status = 'abandoned')",
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'delegated_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '
+        '?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("key") DO UPDATE SET status = '
+        'excluded.status, result = excluded.result, error = excluded.error, updated_at = '
+        'excluded.updated_at, finished_at = excluded.finished_at, duration_ms = '
+        'excluded.duration_ms, lease_expires_at = excluded.lease_expires_at, late = CASE '
+        "WHEN (tool_call_attempts.status = 'abandoned') THEN 1 ELSE "
+        'tool_call_attempts.late END WHERE tool_call_attempts.attempt_id = '
+        "excluded.attempt_id AND (tool_call_attempts.status = 'proposed' OR "
+        "tool_call_attempts.status = 'approved' OR tool_call_attempts.status = "
+        "'abandoned')",
         (
             'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
             'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason',
+            'decision_reason', 'delegated_from',
         ),
     ),
     'finish': (
@@ -160,8 +161,8 @@ SQLITE: dict[str, tuple[str, tuple[str, ...]]] = {
         'tool_call_attempts.lease_expires_at, tool_call_attempts.worker_id, '
         'tool_call_attempts.attempt_id, tool_call_attempts.late, '
         'tool_call_attempts.request, tool_call_attempts.decision_reason, '
-        'tool_call_attempts.duplicate_of \nFROM tool_call_attempts \nWHERE '
-        'tool_call_attempts."key" = ?',
+        'tool_call_attempts.duplicate_of, tool_call_attempts.delegated_from \nFROM '
+        'tool_call_attempts \nWHERE tool_call_attempts."key" = ?',
         (
             'key',
         ),
@@ -173,25 +174,8 @@ POSTGRESQL: dict[str, tuple[str, tuple[str, ...]]] = {
         'INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, '
         'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
         'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
-        'lease_expires_at, worker_id, attempt_id, request, decision_reason) VALUES '
-        '(%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
-        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, '
-        '%s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s, %s, %s, %s, %s, '
-        '%s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR) ON CONFLICT (key) DO NOTHING',
-        (
-            'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
-            'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
-            'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
-            'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason',
-        ),
-    ),
-    'insert_duplicate': (
-        'INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, '
-        'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
-        'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
         'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
-        'duplicate_of) VALUES (%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        'delegated_from) VALUES (%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
         '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
         '%s::JSONB, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s, '
         '%s, %s, %s, %s, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s::VARCHAR) '
@@ -201,32 +185,51 @@ POSTGRESQL: dict[str, tuple[str, tuple[str, ...]]] = {
             'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason', 'duplicate_of',
+            'decision_reason', 'delegated_from',
+        ),
+    ),
+    'insert_duplicate': (
+        'INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, '
+        'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
+        'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'duplicate_of, delegated_from) VALUES (%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::VARCHAR, %s::JSONB, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, '
+        '%s::VARCHAR, %s, %s, %s, %s, %s, %s::VARCHAR, %s::VARCHAR, %s::JSONB, '
+        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR) ON CONFLICT (key) DO NOTHING',
+        (
+            'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
+            'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
+            'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
+            'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
+            'decision_reason', 'duplicate_of', 'delegated_from',
         ),
     ),
     'upsert': (
         'INSERT INTO tool_call_attempts (key, call_id, name, message_id, run_id, '
         'user_id, owner_id, instance_id, tool, action, arguments, decision, decided_by, '
         'status, result, error, attempted_at, updated_at, finished_at, duration_ms, '
-        'lease_expires_at, worker_id, attempt_id, request, decision_reason) VALUES '
-        '(%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
-        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, '
-        '%s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s, %s, %s, %s, %s, '
-        '%s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR) ON CONFLICT (key) DO UPDATE '
-        'SET status = excluded.status, result = excluded.result, error = excluded.error, '
-        'updated_at = excluded.updated_at, finished_at = excluded.finished_at, '
-        'duration_ms = excluded.duration_ms, lease_expires_at = '
-        'excluded.lease_expires_at, late = CASE WHEN (tool_call_attempts.status = '
-        "'abandoned') THEN true ELSE tool_call_attempts.late END WHERE "
-        'tool_call_attempts.attempt_id = excluded.attempt_id AND '
-        "(tool_call_attempts.status = 'proposed' OR tool_call_attempts.status = "
-        "'approved' OR tool_call_attempts.status = 'abandoned')",
+        'lease_expires_at, worker_id, attempt_id, request, decision_reason, '
+        'delegated_from) VALUES (%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, '
+        '%s::JSONB, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s, '
+        '%s, %s, %s, %s, %s::VARCHAR, %s::VARCHAR, %s::JSONB, %s::VARCHAR, %s::VARCHAR) '
+        'ON CONFLICT (key) DO UPDATE SET status = excluded.status, result = '
+        'excluded.result, error = excluded.error, updated_at = excluded.updated_at, '
+        'finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, '
+        'lease_expires_at = excluded.lease_expires_at, late = CASE WHEN '
+        "(tool_call_attempts.status = 'abandoned') THEN true ELSE "
+        'tool_call_attempts.late END WHERE tool_call_attempts.attempt_id = '
+        "excluded.attempt_id AND (tool_call_attempts.status = 'proposed' OR "
+        "tool_call_attempts.status = 'approved' OR tool_call_attempts.status = "
+        "'abandoned')",
         (
             'key', 'call_id', 'name', 'message_id', 'run_id', 'user_id', 'owner_id',
             'instance_id', 'tool', 'action', 'arguments', 'decision', 'decided_by',
             'status', 'result', 'error', 'attempted_at', 'updated_at', 'finished_at',
             'duration_ms', 'lease_expires_at', 'worker_id', 'attempt_id', 'request',
-            'decision_reason',
+            'decision_reason', 'delegated_from',
         ),
     ),
     'finish': (
@@ -336,8 +339,8 @@ POSTGRESQL: dict[str, tuple[str, tuple[str, ...]]] = {
         'tool_call_attempts.lease_expires_at, tool_call_attempts.worker_id, '
         'tool_call_attempts.attempt_id, tool_call_attempts.late, '
         'tool_call_attempts.request, tool_call_attempts.decision_reason, '
-        'tool_call_attempts.duplicate_of \nFROM tool_call_attempts \nWHERE '
-        'tool_call_attempts.key = %s::VARCHAR',
+        'tool_call_attempts.duplicate_of, tool_call_attempts.delegated_from \nFROM '
+        'tool_call_attempts \nWHERE tool_call_attempts.key = %s::VARCHAR',
         (
             'key',
         ),

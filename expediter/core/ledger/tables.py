@@ -7,7 +7,14 @@ from sqlalchemy.dialects import postgresql
 
 from expediter.core.records.statuses import LEDGER_STATUSES
 
-__all__ = ["STATUSES", "metadata", "tool_call_attempts"]
+__all__ = [
+    "STATUSES",
+    "instance_settings",
+    "metadata",
+    "tool_call_attempts",
+    "tool_instances",
+    "tool_records",
+]
 
 #: Every status a call attempt can be in.
 STATUSES = LEDGER_STATUSES
@@ -51,6 +58,9 @@ tool_call_attempts = sa.Table(
     #: A duplicate execution recorded on replay (its key is ``KEY#dup-N``): the ``KEY`` of the
     #: call it duplicates; added by migration 0004. NULL on every ordinary call.
     sa.Column("duplicate_of", sa.Text),
+    #: A call made with a tool instance another user owns: the owner's id (their configuration
+    #: and credentials were used on the invoker's behalf); added by migration 0005.
+    sa.Column("delegated_from", sa.Text),
     sa.CheckConstraint(
         "status IN (" + ", ".join(f"'{status}'" for status in STATUSES) + ")",
         name="ck_tool_call_attempts_status",
@@ -98,4 +108,75 @@ tool_call_attempts = sa.Table(
         sqlite_where=sa.text("duplicate_of IS NOT NULL"),
         postgresql_where=sa.text("duplicate_of IS NOT NULL"),
     ),
+)
+
+
+#: Stored tool instances: a tool with its configuration, owned by a user (or shared: no owner).
+#: ``config`` holds the plain fields as JSON text; the secret ones are sealed in
+#: ``credentials`` (AES-GCM, see ``core/instances/keys.py``), their names in
+#: ``secret_fields`` so listings can show ``"***"`` without decrypting anything.
+tool_instances = sa.Table(
+    "tool_instances",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    #: NULL: a shared instance (the operator's), offered to every user.
+    sa.Column("owner_id", sa.Text),
+    sa.Column("tool", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    #: ``configured`` (added by a user or the operator), ``default`` (a default tool's row,
+    #: made on first use so its data has a row to point to) or ``inline`` (an instance the
+    #: application passed in memory, recorded only to anchor its tool's data).
+    sa.Column("kind", sa.String(16), nullable=False, server_default="configured"),
+    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("credentials", sa.Text),
+    sa.Column("secret_fields", sa.Text, nullable=False, server_default="[]"),
+    #: The id of the key that sealed ``credentials`` (``keys rotate`` finds the older ones).
+    sa.Column("key_id", sa.Text),
+    #: Per-action overrides as JSON: ``{action: {"active", "require_approval", "fixed"}}``.
+    sa.Column("actions", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
+    #: Raised by every change: a process serves an instance from its cache while it matches.
+    sa.Column("revision", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.CheckConstraint(
+        "kind IN ('configured', 'default', 'inline')", name="ck_tool_instances_kind"
+    ),
+    # A user's toolset: their instances and the shared ones.
+    sa.Index("ix_tool_instances_owner", "owner_id"),
+)
+
+#: A user's own switch for an instance they do not own (a shared instance or a default tool).
+instance_settings = sa.Table(
+    "instance_settings",
+    metadata,
+    sa.Column("user_id", sa.Text, primary_key=True),
+    #: No foreign key: a default tool is switched off before its row exists.
+    sa.Column("instance_id", sa.Text, primary_key=True),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=False),
+)
+
+#: What tools keep through ``CallContext.storage``: rows per instance, invoker and collection
+#: (a note, a to-do, a memory), the record itself as JSON text.
+tool_records = sa.Table(
+    "tool_records",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column(
+        "instance_id",
+        sa.Text,
+        sa.ForeignKey("tool_instances.id", ondelete="CASCADE", name="fk_tool_records_instance"),
+        nullable=False,
+    ),
+    #: The invoker whose data this is ('' for calls made without a user).
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("tool", sa.Text, nullable=False),
+    sa.Column("collection", sa.Text, nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    #: What ``search`` matches (lower case).
+    sa.Column("text", sa.Text),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.Index("ix_tool_records_scope", "instance_id", "user_id", "collection", "created_at"),
 )

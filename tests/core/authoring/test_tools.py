@@ -62,6 +62,7 @@ def test_bare_tool_is_named_after_the_function_with_default_flags() -> None:
     assert add.description == "Add two numbers."
     assert add.internal is False
     assert add.user_scoped is False
+    assert add.headless_excluded is False
     assert add.get_actions_metadata() == [
         Action(name="add", description="Add two numbers.", parameters=ADD_PARAMETERS)
     ]
@@ -140,6 +141,24 @@ def test_tool_options_are_reflected_in_the_host_catalogue(make_host: MakeHost) -
     assert infos["add"].actions[0].require_approval is False
 
 
+@expediter.tool(headless_excluded=True)
+def schedule_run(when: str) -> str:
+    """Schedule another run."""
+    return when
+
+
+def test_headless_excluded_tool_declares_it_and_the_catalogue_carries_it(
+    make_host: MakeHost,
+) -> None:
+    assert schedule_run.headless_excluded is True
+    assert schedule_run.internal is False
+    infos = {info.name: info for info in make_host(add, schedule_run).catalogue()}
+    assert infos["schedule_run"].headless_excluded is True
+    assert infos["add"].headless_excluded is False
+    assert infos["schedule_run"].summary()["headless_excluded"] is True
+    assert infos["add"].summary()["headless_excluded"] is False
+
+
 def test_internal_tool_can_still_be_called(make_host: MakeHost) -> None:
     event = make_host(private_sum).call("secret_sum", "secret_sum", {"a": 1, "b": 2}, "ann")
     assert event.status == "completed"
@@ -216,6 +235,7 @@ def test_toolbox_default_name_is_the_class_name_in_snake_case() -> None:
     assert MyHTTPTool.description == "Fetch pages over HTTP."
     assert MyHTTPTool.internal is False
     assert MyHTTPTool.user_scoped is False
+    assert MyHTTPTool.headless_excluded is False
 
 
 def test_toolbox_class_attributes_win() -> None:
@@ -226,11 +246,13 @@ def test_toolbox_class_attributes_win() -> None:
         description = "Given explicitly."
         internal = True
         user_scoped = True
+        headless_excluded = True
 
     assert Anything.name == "custom"
     assert Anything.description == "Given explicitly."
     assert Anything.internal is True
     assert Anything.user_scoped is True
+    assert Anything.headless_excluded is True
 
 
 def test_toolbox_subclass_gets_its_own_default_name() -> None:
@@ -242,6 +264,24 @@ def test_toolbox_subclass_gets_its_own_default_name() -> None:
 
     assert Base.name == "base"
     assert FancyChild.name == "fancy_child"
+
+
+def test_toolbox_headless_excluded_class_attribute_reaches_the_catalogue(
+    make_host: MakeHost,
+) -> None:
+    class Scheduler(Toolbox):
+        """Schedule runs."""
+
+        headless_excluded = True
+
+        @action
+        def later(self, when: str) -> str:
+            """Schedule a run."""
+            return when
+
+    infos = {info.name: info for info in make_host(Scheduler, MyHTTPTool).catalogue()}
+    assert infos["scheduler"].headless_excluded is True
+    assert infos["my_http_tool"].headless_excluded is False
 
 
 def test_toolbox_is_offered_by_a_host_under_its_name(make_host: MakeHost) -> None:
@@ -774,3 +814,8 @@ def test_function_group_with_duplicate_action_names_is_a_schema_error() -> None:
 def test_function_group_description_falls_back_to_its_only_function() -> None:
     assert FunctionGroup("one", [add]).description == "Add two numbers."
     assert FunctionGroup("two", [add, sync_double]).description == ""
+
+
+def test_function_group_carries_headless_excluded() -> None:
+    assert FunctionGroup("maths", [add]).headless_excluded is False
+    assert FunctionGroup("later", [schedule_run], headless_excluded=True).headless_excluded is True

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from expediter.core.discovery.catalogue import (
@@ -57,6 +58,7 @@ PARTIAL: list[dict[str, Any]] = [
     {"packs": [{"name": "p", "source": "host"}]},
     {"packs": [{"name": "p", "source": "host", "location": None, "version": "2"}]},
     {"tools": [{"name": "t", "pack": "p", "source": "host"}]},
+    {"tools": [{"name": "t", "pack": "p", "source": "host", "headless_excluded": True}]},
     {
         "tools": [
             {
@@ -93,6 +95,28 @@ def test_the_record_readers_agree_with_the_catalogue_reader() -> None:
     assert tuple(PackInfo.from_dict(item) for item in data["packs"]) == FULL.packs
     assert tuple(ToolInfo.from_dict(item) for item in data["tools"]) == FULL.tools
     assert tuple(Conflict.from_dict(item) for item in data["conflicts"]) == FULL.conflicts
+
+
+def test_headless_excluded_round_trips_through_the_json_form_and_the_manifest_reader() -> None:
+    tool = attrs.evolve(TOOL, headless_excluded=True)
+    data = json.loads(json.dumps(tool.to_dict()))
+    assert data["headless_excluded"] is True
+    assert ToolInfo.from_dict(data) == tool
+    catalogue = Catalogue(tools=(tool,))
+    assert Catalogue.from_dict(roundtrip(catalogue)) == catalogue
+    assert TOOL.to_dict()["headless_excluded"] is False
+
+
+def test_a_tool_info_without_headless_excluded_reads_as_false() -> None:
+    data = json.loads(json.dumps(TOOL.to_dict()))
+    del data["headless_excluded"]
+    assert ToolInfo.from_dict(data).headless_excluded is False
+    assert Catalogue.from_dict({"tools": [data]}).tools[0].headless_excluded is False
+
+
+def test_tools_list_summary_shows_headless_excluded() -> None:
+    assert attrs.evolve(TOOL, headless_excluded=True).summary()["headless_excluded"] is True
+    assert TOOL.summary()["headless_excluded"] is False
 
 
 def test_a_malformed_manifest_is_a_key_error(tmp_path: Path) -> None:

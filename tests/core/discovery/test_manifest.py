@@ -113,6 +113,53 @@ def test_a_corrupt_cache_is_rebuilt(tools: tuple[Path, Path], expediter_home: Pa
     assert json.loads(path.read_text())["catalogue"]["tools"]
 
 
+SCHEDULER = """
+import pathlib
+pathlib.Path({marker!r}).open("a").write("imported\\n")
+import expediter
+
+@expediter.tool(headless_excluded=True)
+def later(when: str) -> str:
+    \"\"\"Schedule a run.\"\"\"
+    return when
+"""
+
+
+def test_a_warm_cache_keeps_headless_excluded(tools: tuple[Path, Path]) -> None:
+    directory, marker = tools
+    (directory / "later.py").write_text(SCHEDULER.format(marker=str(marker)))
+    Host(tools_path=[directory], autoload=False)
+    assert imports(marker) == 2
+    forget_modules()
+    warm = Host(tools_path=[directory], autoload=False)
+    assert imports(marker) == 2, "the warm host imported a tool"
+    assert warm.tool_info("later").headless_excluded is True
+    assert warm.tool_info("echo").headless_excluded is False
+
+
+def test_a_cache_written_before_headless_excluded_existed_is_rebuilt(
+    tools: tuple[Path, Path], expediter_home: Path
+) -> None:
+    directory, marker = tools
+    (directory / "later.py").write_text(SCHEDULER.format(marker=str(marker)))
+    Host(tools_path=[directory], autoload=False)
+    (path,) = (expediter_home / "cache").glob("manifest-*.json")
+    old = json.loads(path.read_text())
+    old["key"]["format"] = manifest.FORMAT - 1
+    for tool in old["catalogue"]["tools"]:
+        del tool["headless_excluded"]
+    path.write_text(json.dumps(old))
+    forget_modules()
+    host = Host(tools_path=[directory], autoload=False)
+    assert imports(marker) == 4, "the old cache was read instead of rebuilt"
+    assert host.tool_info("later").headless_excluded is True
+    rebuilt = json.loads(path.read_text())
+    assert rebuilt["key"]["format"] == manifest.FORMAT
+    assert {tool["name"]: tool["headless_excluded"] for tool in rebuilt["catalogue"]["tools"]}[
+        "later"
+    ] is True
+
+
 def test_the_key_follows_switches_and_installed_distributions(tmp_path: Path, monkeypatch) -> None:
     settings = PluginSettings()
     key = manifest.cache_key(settings, BUILTIN_DIR)

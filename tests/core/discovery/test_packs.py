@@ -193,6 +193,150 @@ def test_a_module_mixing_a_toolbox_and_functions_is_a_load_error(
     assert "several tools" in (pack.error or "")
 
 
+def test_tool_functions_of_a_module_that_agree_carry_headless_excluded(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "scheduler.py",
+        '''
+        """Schedule runs."""
+        import expediter
+
+        @expediter.tool(headless_excluded=True)
+        def later(when: str) -> str:
+            return when
+
+        @expediter.tool(headless_excluded=True)
+        def cancel(key: str) -> str:
+            return key
+        ''',
+    )
+    write(
+        tools_dir,
+        "plain.py",
+        "import expediter\n\n@expediter.tool\ndef hi() -> str:\n    return 'hi'\n",
+    )
+    infos = {info.name: info for info in make_host(tools_path=[tools_dir]).catalogue()}
+    assert infos["scheduler"].headless_excluded is True
+    assert infos["plain"].headless_excluded is False
+
+
+def test_tool_functions_of_a_module_that_disagree_on_headless_excluded_are_a_load_error(
+    make_host, tools_dir: Path
+) -> None:
+    path = write(
+        tools_dir,
+        "halfway.py",
+        """
+        import expediter
+
+        @expediter.tool(headless_excluded=True)
+        def later(when: str) -> str:
+            return when
+
+        @expediter.tool
+        def now() -> str:
+            return "now"
+        """,
+    )
+    host = make_host(tools_path=[tools_dir])
+    assert host.catalogue() == []
+    (pack,) = host.packs
+    assert pack.error == (
+        f"TypeError: {path}: its @tool functions disagree on "
+        "internal/user_scoped/headless_excluded; give them all the same values"
+    )
+
+
+def test_a_raw_hooks_module_declares_headless_excluded_as_a_module_attribute(
+    make_host, tools_dir: Path
+) -> None:
+    write(
+        tools_dir,
+        "cron.py",
+        """
+        import expediter
+
+        headless_excluded = True
+
+        @expediter.hookimpl
+        def get_actions_metadata():
+            return [expediter.Action("later", "Schedule a run.", {"type": "object"})]
+
+        @expediter.hookimpl
+        def execute_action(action, arguments):
+            return None
+        """,
+    )
+    (info,) = make_host(tools_path=[tools_dir]).catalogue()
+    assert (info.name, info.headless_excluded) == ("cron", True)
+    assert info.summary()["headless_excluded"] is True
+
+
+class _RawScheduler:
+    name = "raw_scheduler"
+    headless_excluded = True
+
+    @expediter.hookimpl
+    def get_actions_metadata(self):
+        return [expediter.Action("later", "Schedule a run.", {"type": "object"})]
+
+    @expediter.hookimpl
+    def execute_action(self, action, arguments):
+        return None
+
+
+class _RawPlain:
+    name = "raw_plain"
+
+    @expediter.hookimpl
+    def get_actions_metadata(self):
+        return [expediter.Action("now", "Run now.", {"type": "object"})]
+
+    @expediter.hookimpl
+    def execute_action(self, action, arguments):
+        return None
+
+
+def test_headless_excluded_reaches_tool_type_and_tool_info_from_every_kind_of_tool() -> None:
+    @expediter.tool(headless_excluded=True)
+    def later(when: str) -> str:
+        return when
+
+    @expediter.tool
+    def now() -> str:
+        return "now"
+
+    class Box(expediter.Toolbox):
+        headless_excluded = True
+
+        @expediter.action
+        def soon(self) -> str:
+            return "soon"
+
+    class PlainBox(expediter.Toolbox):
+        @expediter.action
+        def today(self) -> str:
+            return "today"
+
+    objects = [later, now, Box, PlainBox, _RawScheduler, _RawPlain()]
+    expected = {
+        "later": True,
+        "now": False,
+        "box": True,
+        "plain_box": False,
+        "raw_scheduler": True,
+        "raw_plain": False,
+    }
+    pack = load_objects("host", objects)
+    assert pack.info.error is None
+    assert {tool.name: tool.headless_excluded for tool in pack.types} == expected
+    assert {info.name: info.headless_excluded for info in pack.infos} == expected
+    undescribed = load_objects("host", objects, describe=False)
+    assert {tool.name: tool.headless_excluded for tool in undescribed.types} == expected
+
+
 def test_a_module_with_a_syntax_error_is_recorded_and_others_still_load(
     make_host, tools_dir: Path
 ) -> None:

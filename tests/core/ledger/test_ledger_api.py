@@ -26,6 +26,7 @@ from expediter.hookspecs.tool import CallContext
 DOCUMENTED = list(LEDGER_FIELDS)
 EXTRAS = {
     "duplicate_of",
+    "delegated_from",
     "name",
     "arguments",
     "result",

@@ -165,8 +165,19 @@ def test_the_fast_path_builds_the_same_ledger_table_as_the_migrations(
     both_paths: tuple[str, str],
 ) -> None:
     fast, migrated = (describe(url) for url in both_paths)
-    assert set(fast) == set(migrated) == {"alembic_version", "tool_call_attempts"}
-    assert fast["tool_call_attempts"] == migrated["tool_call_attempts"]
+    assert (
+        set(fast)
+        == set(migrated)
+        == {
+            "alembic_version",
+            "tool_call_attempts",
+            "tool_instances",
+            "instance_settings",
+            "tool_records",
+        }
+    )
+    for name in ("tool_call_attempts", "tool_instances", "instance_settings", "tool_records"):
+        assert fast[name] == migrated[name], name
     table = fast["tool_call_attempts"]
     assert [name for name, *_ in table["columns"]][:3] == ["key", "call_id", "name"]
     # SQLite keeps no lease index (see tables.py; tests/core/ledger/test_indexes.py).

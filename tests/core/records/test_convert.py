@@ -192,6 +192,7 @@ def test_catalogue_record_forms() -> None:
         "actions",
         "config",
         "pack_id",
+        "headless_excluded",
     ]
     assert TOOL.to_dict()["actions"] == [SEARCH.to_dict()]
     assert CONFLICT.to_dict() == {
