@@ -20,6 +20,7 @@ BENCHMARKS = {
     "schemas": "bench_schemas.py",
     "ledger": "bench_ledger.py",
     "turn": "bench_turn.py",
+    "credentials": "bench_credentials.py",
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from expediter.cli import call, demo, ledger, tools, turns
+from expediter.cli import call, demo, instances, ledger, tools, turns
 from expediter.cli.app import cli, cli_logging, error_line, pass_host, verbosity
 
 __all__ = ["cli", "main", "pass_host"]
@@ -23,6 +23,8 @@ cli.add_command(turns.deny)
 cli.add_command(ledger.ledger)
 cli.add_command(ledger.db)
 cli.add_command(demo.demo)
+cli.add_command(instances.instances)
+cli.add_command(instances.keys)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

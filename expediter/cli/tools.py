@@ -13,6 +13,7 @@ from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
 
 if TYPE_CHECKING:
     from expediter.core.host import Host
+    from expediter.core.instances.records import StoredInstance
 
 __all__ = ["PROVIDER_NAMES", "plugins", "print_tools", "tools"]
 
@@ -159,21 +160,55 @@ def _type_text(schema: dict[str, Any]) -> str:
     return str(kind or "any")
 
 
+def _stored_instance(host: Host, text: str) -> StoredInstance | None:
+    """The stored instance ``text`` names, or None; only an id-shaped name is looked up, so
+    a mistyped tool name opens no database."""
+    import uuid
+
+    from expediter.errors import InstanceNotFound
+
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return None
+    try:
+        return host.instances.get(text)
+    except InstanceNotFound:
+        return None
+
+
 @tools.command("show")
-@click.argument("tool")
+@click.argument("tool", metavar="TOOL_OR_INSTANCE_ID")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def show_tool(state: CliState, tool: str, as_json: bool) -> None:
-    """Show a tool's actions, their parameter schemas and its config fields."""
+    """Show a tool's (or an instance's tool's) actions, parameter schemas and config fields."""
     from expediter.errors import ToolNotFound
 
+    host = state.host()
+    instance = None
     try:
-        info = state.host().tool_info(tool)
+        info = host.tool_info(tool)
     except ToolNotFound as exc:
-        raise click.UsageError(escape(str(exc))) from exc
+        instance = _stored_instance(host, tool)
+        if instance is None:
+            raise click.UsageError(escape(str(exc))) from exc
+        try:
+            info = host.tool_info(instance.tool)
+        except ToolNotFound as missing:
+            raise click.UsageError(
+                escape(f"tool instance {instance.name!r} ({instance.id}): {missing}")
+            ) from missing
     if as_json:
-        echo_json(info.to_dict())
+        data = info.to_dict()
+        if instance is not None:
+            data["instance"] = instance.to_dict()
+        echo_json(data)
         return
+    if instance is not None:
+        owner = "shared" if instance.owner_id is None else f"owner {instance.owner_id}"
+        state_text = "enabled" if instance.enabled else "disabled"
+        click.echo(escape(f"instance {instance.name} ({instance.id}): {owner}, {state_text}"))
     flags = [
         flag
         for flag, on in (

@@ -99,6 +99,14 @@ def _path_tuple(value: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
     return tuple(Path(path).expanduser().resolve() for path in value)
 
 
+def _tool_names(text: str | None) -> frozenset[str] | None:
+    """``EXPEDITER_DEFAULT_TOOLS``: tool names separated by commas or spaces (unset: None; set
+    but empty: no default tools)."""
+    if text is None:
+        return None
+    return frozenset(name for name in text.replace(",", " ").split() if name)
+
+
 def _masked_url(url: str | None) -> str:
     return repr(url if url is None else mask_url(url))
 
@@ -131,6 +139,16 @@ class HostConfig:
     strict_plugins: bool = False
     #: Whether the built-in tools are offered.
     builtins: bool = True
+    #: ``EXPEDITER_SECRET_KEYS``: the master keys of stored credentials, newest first (never
+    #: shown in the repr; parsed when credentials are first used).
+    secret_keys: str | None = attrs.field(default=None, repr=False)
+    #: ``EXPEDITER_SECRET_KEYS_FILE``: a file of master keys, one per line, newest first.
+    secret_keys_file: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
+    )
+    #: ``EXPEDITER_DEFAULT_TOOLS``: the tools every user gets without configuration (None:
+    #: every installed tool with no required configuration field).
+    default_tools: frozenset[str] | None = None
 
     @classmethod
     def from_env(
@@ -157,6 +175,9 @@ class HostConfig:
             "load_plugins": split_names(load) if load is not None and load.strip() else None,
             "autoload": not flag(env.get("EXPEDITER_DISABLE_PLUGIN_AUTOLOAD")),
             "strict_plugins": flag(env.get("EXPEDITER_STRICT_PLUGINS")),
+            "secret_keys": env.get("EXPEDITER_SECRET_KEYS") or None,
+            "secret_keys_file": env.get("EXPEDITER_SECRET_KEYS_FILE") or None,
+            "default_tools": _tool_names(env.get("EXPEDITER_DEFAULT_TOOLS")),
         }
         unknown = set(overrides) - {field.name for field in attrs.fields(cls)}
         if unknown:

@@ -16,7 +16,12 @@ from expediter.core.config import BUILTIN_DIR, HostConfig
 from expediter.core.discovery import manifest
 from expediter.core.discovery.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
 from expediter.core.records.calls import CallEvent, ToolCall, new_run_id
-from expediter.errors import PluginLoadError, ToolConflict, ToolNotFound
+from expediter.errors import (
+    LedgerError,
+    PluginLoadError,
+    ToolConflict,
+    ToolNotFound,
+)
 
 if TYPE_CHECKING:
     # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
@@ -26,9 +31,14 @@ if TYPE_CHECKING:
     from expediter.core.calls.approvals import Approvals
     from expediter.core.calls.eventloop import BackgroundLoop
     from expediter.core.calls.executor import Executor
+    from expediter.core.calls.steps import Step
     from expediter.core.discovery.hooks import HostHooks
     from expediter.core.discovery.loading import LoadedTools, ToolType
     from expediter.core.discovery.packs import LoadedPack
+    from expediter.core.instances.keys import Keyring
+    from expediter.core.instances.manager import Instances
+    from expediter.core.instances.storage import ToolStorage
+    from expediter.core.instances.store import InstanceStore
     from expediter.core.ledger import Ledger
     from expediter.core.turns.toolset import Offers, ToolInstance, Toolset
 
@@ -132,6 +142,9 @@ class Host:
         self._approvals: Approvals | None = None
         self._offers: Offers | None = None
         self._loop: BackgroundLoop | None = None
+        self._instances: Instances | None = None
+        self._store: InstanceStore | None = None
+        self._keyring: Keyring | None = None
 
     @classmethod
     def from_env(
@@ -212,6 +225,7 @@ class Host:
                         loop=self._background_loop,
                         call_timeout=self.call_timeout,
                         model_result_chars=self.model_result_chars,
+                        storage=self._storage_for if self.record_calls else None,
                     )
         return self._executor
 
@@ -227,8 +241,83 @@ class Host:
                         self.loaded_tools,
                         lambda: self.ledger,
                         self.model_result_chars,
+                        stored=lambda instance_id, user_id: self.instances.binding(
+                            instance_id, user_id
+                        ),
                     )
         return self._approvals
+
+    # -- stored instances -------------------------------------------------------------------------
+
+    @property
+    def instances(self) -> Instances:
+        """Stored tool instances: ``add``, ``get``, ``list``, ``update``, ``remove``,
+        ``enable``/``disable`` (default tools too), ``rotate``."""
+        if self._instances is None:
+            from expediter.core.instances.manager import Instances
+
+            with self._lock:
+                if self._instances is None:
+                    self._instances = Instances(
+                        store=self._instance_store,
+                        keyring=self._keys,
+                        tool_info=self.tool_info,
+                        catalogue=self.catalogue,
+                        default_names=self.config.default_tools,
+                    )
+        return self._instances
+
+    def _instance_store(self) -> InstanceStore:
+        if self._store is None:
+            if not self.record_calls:
+                raise LedgerError(
+                    "stored tool instances need the host's database: this host was built "
+                    "with record_calls=False"
+                )
+            from expediter.core.instances.store import InstanceStore
+
+            with self._lock:
+                if self._store is None:
+                    # The ledger's open brings the schema to head (or says to upgrade it).
+                    self._store = InstanceStore(self.ledger.database, lambda: self.ledger)
+        return self._store
+
+    def _keys(self) -> Keyring:
+        """The master keys (``EXPEDITER_SECRET_KEYS``), read when credentials are first used."""
+        if self._keyring is None:
+            from expediter.core.instances.keys import Keyring
+
+            keyring = Keyring.parse(self.config.secret_keys, self.config.secret_keys_file)
+            keyring.require()
+            self._keyring = keyring
+        return self._keyring
+
+    def _storage_for(self, step: Step) -> ToolStorage:
+        """A call's ``CallContext.storage``: its instance's records for its invoker."""
+        from expediter.core.instances.storage import ToolStorage
+
+        loaded = step.loaded
+        assert loaded is not None
+        instance_id, tool = loaded.instance_id, loaded.type.name
+        binding = step.turn.bindings.get(instance_id)
+        if binding is not None and binding.stored:
+            kind = "configured"
+        elif self.instances.default_id(tool) == instance_id:
+            kind = "default"
+        else:
+            kind = "inline"
+
+        def anchor() -> None:
+            if kind != "configured":
+                self.instances.anchor(instance_id, tool, kind)
+
+        return ToolStorage(
+            self._instance_store(),
+            instance_id=instance_id,
+            user_id=step.turn.user_id,
+            tool=tool,
+            anchor=anchor,
+        )
 
     def _background_loop(self) -> BackgroundLoop:
         if self._loop is None:
@@ -388,24 +477,40 @@ class Host:
     def toolset(
         self,
         user_id: str | None = None,
-        instances: Iterable[ToolInstance | Mapping[str, Any]] | None = None,
+        instances: Iterable[ToolInstance | Mapping[str, Any] | str] | None = None,
         client_tools: Iterable[Mapping[str, Any]] = (),
         internal: Iterable[str] = (),
         headless: bool = False,
         allowlist: Iterable[str] = (),
     ) -> Toolset:
-        """The tools to offer in one turn: every installed non-internal tool, plus ``instances``
-        (configured instances with their own id and display name), ``client_tools`` (OpenAI-style
-        function definitions the application runs itself) and the ``internal`` tools named.
+        """The tools to offer in one turn: the user's enabled stored instances (theirs and the
+        shared ones), the default tools they have not switched off, plus ``instances``
+        (configured ``ToolInstance``s, or ids of stored instances: an agent's tools, used with
+        their owner's configuration), ``client_tools`` (OpenAI-style function definitions the
+        application runs itself) and the ``internal`` tools named. A headless turn leaves out
+        tools declared ``headless_excluded``.
 
         A host application acting for a user runs the model's calls with ``toolset.run``."""
+        from expediter.core.instances.manager import Offered
+
+        registry = self.instances
+        offered = (
+            registry.offered(user_id) if self.record_calls else Offered((), registry.defaults()[0])
+        )
+        explicit = [
+            registry.binding(value) if isinstance(value, str) else value
+            for value in instances or ()
+        ]
         return self._offer().toolset(
             user_id=user_id,
-            instances=instances,
+            instances=explicit,
             client_tools=client_tools,
             internal=internal,
             headless=headless,
             allowlist=allowlist,
+            stored=offered.instances,
+            defaults=offered.defaults,
+            errors=offered.errors,
         )
 
     # -- the operator's calls -------------------------------------------------------------------
@@ -422,17 +527,30 @@ class Host:
         from expediter.core.calls.steps import BareTurn
 
         run_id = run_id or new_run_id()
+        turn = BareTurn(user_id, operator=True)
+        instance_id = tool
+        if (
+            self._catalogue.tool(tool) is None
+            and self.record_calls
+            and self._instance_store().get(tool) is not None
+        ):
+            # A stored instance's id: run with its owner's configuration (InstanceNotFound
+            # when it is disabled; an unknown name stays the executor's ToolNotFound).
+            binding = self.instances.binding(tool)
+            tool = binding.tool
+            turn.bindings[instance_id] = binding
+        else:
+            instance_id = self.instances.default_id(tool) or tool
         call = ToolCall(
             # The run id is new for every call, so the ledger key (``run_id:call_id``) is
             # unique without a random call id: the run id's counter names the call.
             call_id=call_id or f"call_{run_id[-8:]}",
             name=action,
             arguments={} if arguments is None else arguments,
-            instance_id=tool,
+            instance_id=instance_id,
             tool=tool,
             action=action,
         )
-        turn = BareTurn(user_id, operator=True)
         return self.executor.begin(turn, call, message_id=None, run_id=run_id)
 
     def call(
@@ -517,6 +635,8 @@ class Host:
         """Stop the background loop used for async tools and close the ledger."""
         if self._loop is not None:
             self._loop.close()
+        if self._store is not None:
+            self._store.close()
         if self._ledger is not None:
             self._ledger.close()
 

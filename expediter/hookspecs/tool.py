@@ -137,12 +137,22 @@ class CallContext:
     #: The tool's own persistent storage, when the host has a database.
     storage: Any = attrs.field(default=None, eq=False, repr=False)
     secret_resolver: SecretResolver | None = attrs.field(default=None, eq=False, repr=False)
+    #: The instance's secret configuration fields, decrypted with the owner's key.
+    secrets: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
     def get_secret(self, name: str) -> str | None:
         """Return the named secret for this tool instance, or None when no provider has it."""
         if self.secret_resolver is None:
             return None
         return self.secret_resolver(name, self)
+
+    def secret(self, name: str) -> Any:
+        """A secret of this tool instance: its configuration's secret field of that name
+        (stored encrypted, used with the owner's authority), else what a ``resolve_secret``
+        provider has; None when neither has it."""
+        if name in self.secrets:
+            return self.secrets[name]
+        return self.get_secret(name)
 
     def time_left(self) -> float | None:
         """Seconds until the deadline (never negative), or None without a deadline."""

@@ -13,6 +13,7 @@ from support.events import EVENT_FIELDS
 
 import expediter
 from expediter.core.host import Host
+from expediter.core.instances.defaults import default_instance_id
 from expediter.errors import PluginLoadError
 from expediter.hookspecs.tool import Action, CallContext
 
@@ -58,7 +59,8 @@ def test_the_tool_receives_an_immutable_context_naming_the_call(make_host) -> No
     raw = Raw()
     event = make_host(raw).call("raw", "act", {"x": 1}, user_id="ann", run_id="r1", call_id="c1")
     ((_, context),) = raw.received
-    assert (context.user_id, context.tool, context.instance_id) == ("ann", "raw", "raw")
+    assert (context.user_id, context.tool) == ("ann", "raw")
+    assert context.instance_id == default_instance_id("raw")
     assert (context.run_id, context.call_id, event.key) == ("r1", "c1", "r1:c1")
     with pytest.raises(AttributeError):
         context.user_id = "mallory"  # type: ignore[misc]
@@ -238,7 +240,7 @@ def test_an_explicit_environment_is_used_for_switches_and_home(tmp_path: Path) -
     }
     host = Host.from_env(environ=environ)
     assert host.home == tmp_path / "home"
-    assert [info.name for info in host.catalogue()] == ["clock"]
+    assert [info.name for info in host.catalogue()] == ["clock", "memory", "notes", "todo_list"]
 
 
 def test_strict_can_be_overridden_by_the_caller(

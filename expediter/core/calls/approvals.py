@@ -17,7 +17,7 @@ from expediter.core.calls.steps import BareTurn, Step
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.statuses import EVENT_STATUS_OF, CallStatus, EventStatus
 from expediter.core.turns.toolset import ToolInstance
-from expediter.errors import DecisionRefused, LedgerError, ToolNotFound
+from expediter.errors import DecisionRefused, InstanceNotFound, LedgerError, ToolNotFound
 
 if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool, LoadedTools
@@ -69,11 +69,16 @@ class Approvals:
         loaded_tools: LoadedTools,
         ledger: Callable[[], Ledger],
         model_result_chars: int,
+        *,
+        stored: Callable[[str, str | None], ToolInstance] | None = None,
     ) -> None:
         self.executor = executor
         self.loaded_tools = loaded_tools
         self._ledger = ledger
         self.model_result_chars = model_result_chars
+        #: Resolves a stored instance by id for a user (InstanceNotFound when it was removed
+        #: or switched off).
+        self._stored = stored
 
     # -- reading back -------------------------------------------------------------------------
 
@@ -146,6 +151,22 @@ class Approvals:
                 tool, row.user_id, instance_id=instance_id, config=instance.config
             )
         request = row.request
+        if request.get("stored_instance") and instance_id is not None:
+            if self._stored is None:
+                raise InstanceNotFound(f"tool instance {instance_id!r} cannot be loaded here")
+            binding = self._stored(instance_id, row.user_id)
+            if binding.tool != tool:
+                raise InstanceNotFound(f"tool instance {instance_id!r} is no longer a {tool!r}")
+            turn = step.turn
+            assert isinstance(turn, BareTurn)  # a resumed call's (see _step)
+            turn.bindings[instance_id] = binding
+            return loaded_tools.load(
+                tool,
+                row.user_id,
+                instance_id=instance_id,
+                config=binding.config,
+                owner_id=binding.owner_id,
+            )
         if request.get("config") is not None:
             return loaded_tools.load(
                 tool, row.user_id, instance_id=instance_id, config=request["config"]
@@ -200,6 +221,9 @@ class Approvals:
             return self._deny(row, step, approver, message)
         try:
             loaded = self._load(row, step, instances)
+        except InstanceNotFound as exc:
+            # Never run with credentials that were removed or switched off meanwhile.
+            return self._deny(row, step, approver, f"the tool instance is unavailable: {exc}")
         except ToolNotFound as exc:
             raise LedgerError(
                 f"call {key!r} cannot run here: {exc}. Install the pack that provides "

@@ -38,9 +38,10 @@ from expediter.core.calls.results import (
     model_copy,
     outcome_of,
 )
-from expediter.core.calls.steps import Step, Turn, Withheld, recorded_arguments
+from expediter.core.calls.steps import Step, Turn, Withheld, owner_of, recorded_arguments
 from expediter.core.records.calls import CallEvent, EventStatus, ToolCall, new_run_id
 from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
+from expediter.core.records.redaction import hide_values
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
 from expediter.core.records.text import echo
 from expediter.errors import ArgumentError, LedgerError
@@ -79,6 +80,7 @@ class Executor:
         loop: Callable[[], BackgroundLoop],
         call_timeout: float | None,
         model_result_chars: int,
+        storage: Callable[[Step], Any] | None = None,
     ) -> None:
         self.loaded_tools = loaded_tools
         self.hooks = hooks
@@ -92,6 +94,8 @@ class Executor:
         self.model_result_chars = model_result_chars
         #: Secret arguments of calls paused by this process (never written to the ledger).
         self.withheld = Withheld()
+        #: Makes a call's ``CallContext.storage`` (None: the host keeps no data).
+        self.storage = storage
         self.recorder = Recorder(ledger, self.withheld)
 
     # Which host hooks are implemented, asked once (the host's plugins are fixed once it is
@@ -263,6 +267,14 @@ class Executor:
         if offered is None:
             if turn.by_name:
                 return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
+        elif (
+            offered.default
+            and call.instance_id == offered.tool
+            and offered.action.name == call.action
+        ):
+            # A call built by hand naming a default tool by its tool name (as before default
+            # tools had instance ids): the default instance it means.
+            call = step.call = attrs.evolve(call, instance_id=offered.instance_id)
         elif offered.instance_id != call.instance_id or offered.action.name != call.action:
             # The executor decides on the action it runs: a call whose tool or action is not
             # the one offered under its name would run one action under another's decision.
@@ -296,12 +308,19 @@ class Executor:
         action (``step.spec`` stays None when the tool has no such active action)."""
         call = step.call
         if loaded is None:
-            loaded = self.loaded_tools.load(
-                call.tool or "",
-                step.turn.user_id,
-                instance_id=call.instance_id,
-                config=step.turn.configs.get(call.instance_id or ""),
-            )
+            binding = step.turn.bindings.get(call.instance_id or "")
+            if binding is None:
+                loaded = self.loaded_tools.load(
+                    call.tool or "", step.turn.user_id, instance_id=call.instance_id
+                )
+            else:
+                loaded = self.loaded_tools.load(
+                    call.tool or "",
+                    step.turn.user_id,
+                    instance_id=call.instance_id,
+                    config=binding.config,
+                    owner_id=binding.owner_id,
+                )
         step.loaded = loaded
         timeout = self.call_timeout
         step.deadline = None if timeout is None else time.time() + timeout
@@ -323,7 +342,7 @@ class Executor:
             assert loaded is not None
             context = step.context = CallContext(
                 user_id=step.turn.user_id,
-                owner_id=loaded.user_id,
+                owner_id=owner_of(step),
                 instance_id=loaded.instance_id,
                 tool=step.tool,
                 run_id=step.run_id,
@@ -331,7 +350,9 @@ class Executor:
                 call_id=step.call.call_id,
                 headless=step.turn.headless,
                 deadline=step.deadline,
+                storage=None if self.storage is None else self.storage(step),
                 secret_resolver=self.hooks.secret,
+                secrets=loaded.secrets,
             )
         return context
 
@@ -530,10 +551,13 @@ class Executor:
 
     def finish(self, step: Step, value: Any = None, exc: BaseException | None = None) -> CallEvent:
         """Normalize the result, record it, and build the final event."""
+        loaded = step.loaded
+        secrets = None if loaded is None else loaded.secret_values
         if (
             exc is None
             and type(value) in _PLAIN
             and not self._normalizes
+            and not secrets
             and (type(value) is not int or SMALLEST_INT < value < LARGEST_INT)
         ):
             # Nothing to normalize or clean: skips building an Outcome (the turn budget).
@@ -541,12 +565,15 @@ class Executor:
             event = self.event(step, "completed", result=value)
         else:
             outcome = self._outcome(step, value, exc)
-            ok, result = outcome.ok, outcome.value
+            ok, result, error = outcome.ok, outcome.value, outcome.error
+            if secrets:
+                # A tool that echoes its own credentials never shows them to anyone.
+                result, error = hide_values(result, secrets), hide_values(error, secrets)
             event = self.event(
                 step,
                 "completed" if ok else "error",
                 result=result,
-                error=outcome.error,
+                error=error,
                 error_type=outcome.error_type,
                 note=outcome.note,
             )
@@ -633,7 +660,7 @@ class Executor:
             duration_ms=duration_ms,
             instance_id=step.call.instance_id,
             user_id=step.turn.user_id,
-            owner_id=None if step.loaded is None else step.loaded.user_id,
+            owner_id=owner_of(step),
             reason=None if reason is None else clean_text(reason),
             note=note,
             content=(

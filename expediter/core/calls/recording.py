@@ -9,7 +9,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
-from expediter.core.calls.steps import Step, Withheld, recorded_arguments, resume_request
+from expediter.core.calls.steps import (
+    Step,
+    Withheld,
+    delegated_from,
+    owner_of,
+    recorded_arguments,
+    resume_request,
+)
 from expediter.core.records.text import echo
 
 if TYPE_CHECKING:
@@ -42,6 +49,17 @@ class Recorder:
         arguments only in this process (``withheld``)."""
         call = step.call
         request = None
+        delegation = delegated_from(step)
+        if delegation is not None:
+            # The audit trail of owner authority: the row's delegated_from, and this line.
+            logger.info(
+                "call %s: %s uses tool instance %s of %s",
+                echo(step.key),
+                echo(step.turn.user_id),
+                echo(call.instance_id),
+                echo(delegation),
+                extra={"key": step.key, "instance_id": call.instance_id, "owner_id": delegation},
+            )
         if paused:
             request, withheld = resume_request(step, reason)
             if withheld:
@@ -53,7 +71,7 @@ class Recorder:
             run_id=step.run_id,
             message_id=step.message_id,
             user_id=step.turn.user_id,
-            owner_id=step.loaded.user_id if step.loaded is not None else None,
+            owner_id=owner_of(step),
             instance_id=call.instance_id,
             tool=call.tool,
             action=call.action,
@@ -62,6 +80,7 @@ class Recorder:
             lease=lease,
             decision=step.decision,
             reason=step.reason,
+            delegated_from=delegation,
         )
 
     def outright(self, step: Step, status: str, decision: str | None, reason: str) -> None:

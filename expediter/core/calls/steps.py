@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from expediter.core.authoring.conversion import NotJSON, to_json_value
-from expediter.core.records.redaction import redact
+from expediter.core.records.redaction import hide_values, redact
 from expediter.core.records.text import echo
 from expediter.hookspecs.tool import ConfigField
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool
     from expediter.core.ledger import Attempt
     from expediter.core.records.calls import CallEvent, ToolCall
-    from expediter.core.turns.toolset import OfferedAction
+    from expediter.core.turns.toolset import OfferedAction, ToolInstance
     from expediter.hookspecs.tool import Action, CallContext
 
 __all__ = [
@@ -24,6 +24,8 @@ __all__ = [
     "Step",
     "Turn",
     "Withheld",
+    "delegated_from",
+    "owner_of",
     "recorded_arguments",
     "resume_request",
     "secret_names",
@@ -47,8 +49,9 @@ class Turn(Protocol):
         """Instance ids or tool names that may run unasked in a headless turn."""
 
     @property
-    def configs(self) -> Mapping[str, Mapping[str, Any]]:
-        """The configuration of each configured instance, kept with a paused call."""
+    def bindings(self) -> Mapping[str, ToolInstance]:
+        """The configured instances of the turn by instance id: their configuration (secrets
+        included) and owner."""
 
     @property
     def by_name(self) -> bool:
@@ -73,7 +76,7 @@ class Turn(Protocol):
 class BareTurn:
     """Calls made without a toolset: nothing is offered by name, the call names its tool."""
 
-    __slots__ = ("allowlist", "configs", "headless", "operator", "user_id")
+    __slots__ = ("allowlist", "bindings", "headless", "operator", "user_id")
 
     #: The call names its tool and action itself.
     by_name = False
@@ -85,7 +88,7 @@ class BareTurn:
         self.headless = headless
         self.operator = operator
         self.allowlist: frozenset[str] = frozenset()
-        self.configs: Mapping[str, Mapping[str, Any]] = {}
+        self.bindings: dict[str, ToolInstance] = {}
 
     def offered(self, name: str) -> OfferedAction | None:
         """Nothing is offered by name."""
@@ -180,6 +183,23 @@ class Withheld:
             self._values.pop(key, None)
 
 
+def owner_of(step: Step) -> str | None:
+    """Whose instance the call uses: a stored instance's owner (None: shared by the
+    operator), else the loaded instance's (the invoker for a user-scoped tool)."""
+    bindings = step.turn.bindings
+    binding = bindings.get(step.call.instance_id or "") if bindings else None
+    if binding is not None and binding.stored:
+        return binding.owner_id
+    return None if step.loaded is None else step.loaded.user_id
+
+
+def delegated_from(step: Step) -> str | None:
+    """The owner of the call's instance when that is not the invoker (a delegation)."""
+    bindings = step.turn.bindings
+    binding = bindings.get(step.call.instance_id or "") if bindings else None
+    return None if binding is None else binding.delegated_from(step.turn.user_id)
+
+
 def secret_names(step: Step) -> frozenset[str]:
     """The parameter names the call's action marks secret (``Annotated[T, Secret]``)."""
     spec = step.spec
@@ -195,6 +215,8 @@ def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict
     call = step.call
     arguments = step.arguments
     recorded = redact(arguments, secret_names(step))
+    if step.loaded is not None and step.loaded.secret_values:
+        recorded = hide_values(recorded, step.loaded.secret_values)
     withheld = (
         {}
         if recorded is arguments
@@ -215,9 +237,14 @@ def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict
     }
     if withheld:
         request["withheld"] = sorted(withheld)
-    config = step.turn.configs.get(call.instance_id or "")
-    if config is not None:
-        request.update(_kept_config(config, _secret_fields(step.loaded)))
+    binding = step.turn.bindings.get(call.instance_id or "")
+    if binding is not None and binding.stored:
+        # Reloaded by id when the call resumes: its current configuration, or a denial when
+        # it was removed or switched off meanwhile.
+        request["stored_instance"] = True
+        request["revision"] = binding.revision
+    elif binding is not None and binding.config is not None:
+        request.update(_kept_config(binding.config, _secret_fields(step.loaded)))
     return request, withheld
 
 
@@ -273,4 +300,8 @@ def recorded_arguments(step: Step) -> Mapping[str, Any]:
                 )
             except Exception:  # arguments no check has seen yet (e.g. nested too deep)
                 step.redacted = {"(arguments)": "not recorded: they could not be read"}
+            loaded = step.loaded
+            if loaded is not None and loaded.secret_values:
+                # The model may pass an instance's own credential back as an argument.
+                step.redacted = hide_values(step.redacted, loaded.secret_values)
     return step.redacted

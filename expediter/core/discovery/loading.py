@@ -247,6 +247,8 @@ class LoadedTool:
         "instance",
         "instance_id",
         "relay",
+        "secret_values",
+        "secrets",
         "type",
         "user_id",
     )
@@ -275,6 +277,31 @@ class LoadedTool:
         self._hooks: dict[str, bool] = {}
         self._contexts: dict[str, bool] = {}
         self._is_sugar: bool | None = None
+        #: The instance's secret configuration values by field (``CallContext.secret``).
+        self.secrets: Mapping[str, Any] = {}
+        #: Those values as text, hidden wherever a call's arguments or result shows them.
+        self.secret_values: frozenset[str] = frozenset()
+
+    def keep_secrets(self, config: Mapping[str, Any]) -> None:
+        """Keep the configuration's secret fields: those the tool declares secret
+        (``ConfigField(secret=True)``) and those whose names say so."""
+        from expediter.core.records.redaction import is_secret_name
+        from expediter.hookspecs.tool import ConfigField
+
+        declared: set[str] = set()
+        try:
+            for item in self.relay.hook.config_requirements() or []:
+                field = item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
+                if field.secret:
+                    declared.add(field.name)
+        except Exception:
+            logger.debug("tool %s: config_requirements failed", self.type.name, exc_info=True)
+        self.secrets = {
+            name: value
+            for name, value in config.items()
+            if name in declared or is_secret_name(str(name))
+        }
+        self.secret_values = frozenset(_texts(self.secrets.values()))
 
     def _through_wrappers(self) -> Callable[..., Any]:
         """``execute_action`` through the relay: pluggy's own call for sync actions, the
@@ -420,6 +447,26 @@ class LoadedTool:
         return self._actions
 
 
+def _texts(values: Any) -> list[str]:
+    """The text leaves of secret values worth hiding (four characters or more)."""
+    found: list[str] = []
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if len(value) >= 4:
+                found.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            text = str(value)
+            if len(text) >= 6:
+                found.append(text)
+    return found
+
+
 def _direct(relay: pluggy.PluginManager) -> Callable[..., Any] | None:
     """The tool's own ``execute_action`` when nothing wraps it: calling it directly is what
     pluggy would do with one implementation and no wrappers, minus the dispatch."""
@@ -535,7 +582,8 @@ class LoadedTools:
     ) -> LoadedTool:
         instance_id = instance_id or name
         tool_type = self.type(name)
-        invoker = user_id if tool_type.user_scoped else None
+        # An instance someone owns (a stored instance) is never shared between invokers.
+        invoker = user_id if tool_type.user_scoped or owner_id is not None else None
         owner = owner_id if owner_id is not None else invoker
         key = (instance_id, invoker, owner, config_key(config))
         loaded = self._loaded.get(key)
@@ -549,6 +597,8 @@ class LoadedTools:
                 loaded = LoadedTool(
                     tool_type, instance, relay, instance_id=instance_id, user_id=owner
                 )
+                if config:
+                    loaded.keep_secrets(config)
                 self._loaded[key] = loaded
                 if len(self._loaded) > MAX_LOADED:
                     self._loaded.popitem(last=False)

@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "HOST_PORTS",
     "MASK",
+    "hide_values",
     "is_secret_name",
     "mask_url",
     "mask_url_in",
@@ -99,6 +100,32 @@ def redact(value: Any, secret_names: Set[str] = _NO_NAMES) -> Any:
         }
     if isinstance(value, list | tuple):
         return [redact(item, secret_names) for item in value]
+    return value
+
+
+def hide_values(value: Any, secrets: frozenset[str]) -> Any:
+    """A value with every occurrence of the known secret values (an instance's credentials)
+    replaced by ``***``, in text at any depth (keys included); the value itself when none
+    occurs."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        if not any(secret in value for secret in secrets):
+            return value
+        for secret in sorted(secrets, key=len, reverse=True):
+            value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, Mapping):
+        changed = {
+            hide_values(key, secrets): hide_values(item, secrets) for key, item in value.items()
+        }
+        same = len(changed) == len(value) and all(
+            key in value and value[key] is item for key, item in changed.items()
+        )
+        return value if same else changed
+    if isinstance(value, list | tuple):
+        items = [hide_values(item, secrets) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 

@@ -109,8 +109,12 @@ class NameMap:
         return self._by_name.get(name)
 
     def name_for(self, instance_id: str, action: str) -> str | None:
-        """Return the name offered for an instance's action, or None."""
+        """Return the name offered for an instance's action, or None. A tool's name stands for
+        its instance when the turn offers that action of that tool once (a default tool)."""
         entry = self._by_target.get((instance_id, action))
+        if entry is None:
+            found = [e for e in self.entries if e.tool == instance_id and e.action == action]
+            entry = found[0] if len(found) == 1 else None
         return None if entry is None else entry.name
 
     @property

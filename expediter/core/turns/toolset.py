@@ -75,6 +75,10 @@ def _optional_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any] | No
     return None if value is None else dict(value)
 
 
+def _overrides(value: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Any]:
+    return {str(name): dict(item) for name, item in (value or {}).items()}
+
+
 @attrs.frozen
 class ToolInstance:
     """A configured instance of a tool to offer, e.g. two GitHub accounts of one user."""
@@ -84,7 +88,21 @@ class ToolInstance:
     instance_id: str | None = None
     #: What the model sees when names must be told apart (default: the instance id).
     name: str | None = None
-    config: Mapping[str, Any] | None = attrs.field(default=None, converter=_optional_mapping)
+    #: The configuration the tool gets (secret fields included: never recorded).
+    config: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_mapping, repr=False
+    )
+    #: The user whose configuration and credentials these are (None: the invoker's, or for a
+    #: stored instance, shared by the operator). A call by another user is a delegation.
+    owner_id: str | None = None
+    #: Per-action overrides: ``{action: {"active": bool, "require_approval": bool,
+    #: "fixed": {...}}}``.
+    actions: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_overrides)
+    #: Stored with ``host.instances`` (a paused call reloads it by id; nothing of its
+    #: configuration is recorded with the call).
+    stored: bool = False
+    #: The stored instance's revision (changes with its configuration).
+    revision: int | None = None
 
     @classmethod
     def coerce(cls, value: ToolInstance | Mapping[str, Any]) -> ToolInstance:
@@ -96,7 +114,28 @@ class ToolInstance:
             instance_id=value.get("instance_id"),
             name=value.get("name"),
             config=value.get("config"),
+            owner_id=value.get("owner_id"),
+            actions=value.get("actions"),
         )
+
+    def delegated_from(self, user_id: str | None) -> str | None:
+        """The owner, when a call by ``user_id`` uses another user's instance."""
+        owner = self.owner_id
+        return owner if owner is not None and owner != user_id else None
+
+    def apply(self, action: Action) -> Action:
+        """The action as this instance offers it (its per-action overrides applied)."""
+        override = self.actions.get(action.name)
+        if not override:
+            return action
+        changes: dict[str, Any] = {}
+        if "active" in override:
+            changes["active"] = bool(override["active"])
+        if "require_approval" in override:
+            changes["require_approval"] = bool(override["require_approval"])
+        if override.get("fixed"):
+            changes["fixed"] = {**action.fixed, **override["fixed"]}
+        return attrs.evolve(action, **changes)
 
 
 @attrs.frozen
@@ -109,6 +148,8 @@ class OfferedAction:
     display_name: str
     action: Action
     client: bool = False
+    #: A default tool's action: a call may still name the instance by the tool's name.
+    default: bool = False
 
 
 @attrs.frozen
@@ -118,6 +159,7 @@ class _Source:
     tool: str
     actions: tuple[Action, ...]
     client: bool = False
+    default: bool = False
 
 
 def _client_action(definition: Mapping[str, Any]) -> Action:
@@ -171,11 +213,11 @@ class Toolset:
         headless: bool = False,
         allowlist: Iterable[str] = (),
         errors: Sequence[str] = (),
-        configs: Mapping[str, Mapping[str, Any]] | None = None,
+        bindings: Mapping[str, ToolInstance] | None = None,
     ) -> None:
         self._offers = offers
-        #: The configuration of each configured instance, by instance id.
-        self.configs: dict[str, Mapping[str, Any]] = dict(configs or {})
+        #: The configured instances offered, by instance id (configuration, owner).
+        self.bindings: dict[str, ToolInstance] = dict(bindings or {})
         self.user_id = user_id
         self.headless = headless
         self.allowlist = frozenset(allowlist)
@@ -359,6 +401,10 @@ class Offers:
         #: Compositions by the identity of their sources (see ``compose``).
         self._compositions: dict[tuple[int, ...], _Composition] = {}
         self._installed: tuple[_Source, ...] | None = None
+        #: Default tools' sources by the defaults offered.
+        self._defaults: dict[tuple[tuple[str, str], ...], tuple[_Source, ...]] = {}
+        #: Stored instances' sources by ``(id(resolved instance), user)``.
+        self._stored: dict[tuple[int, str | None], tuple[ToolInstance, _Source]] = {}
 
     def compose(self, sources: Sequence[_Source]) -> _Composition:
         """Name the sources' actions, reusing the result when the very same sources come again."""
@@ -385,6 +431,7 @@ class Offers:
                         source.display_name,
                         action,
                         source.client,
+                        source.default,
                     )
                 )
         composition = _Composition(
@@ -421,6 +468,58 @@ class Offers:
             )
         return list(self._installed)
 
+    def _default_sources(self, defaults: tuple[tuple[str, str], ...]) -> tuple[_Source, ...]:
+        """One source per default tool, under its stable instance id (the same objects while
+        the same defaults are offered)."""
+        cached = self._defaults.get(defaults)
+        if cached is None:
+            cached = tuple(
+                _Source(
+                    instance_id,
+                    tool,
+                    tool,
+                    tuple(a for a in self._tool_info(tool).actions if a.active),
+                    default=True,
+                )
+                for instance_id, tool in defaults
+            )
+            if len(self._defaults) >= 64:
+                self._defaults.clear()
+            self._defaults[defaults] = cached
+        return cached
+
+    def _instance_source(self, instance: ToolInstance, user_id: str | None) -> _Source:
+        """The source of a configured instance: its tool loaded with its configuration, its
+        actions as the instance offers them. A stored instance's is kept while the same
+        resolved instance (same revision) comes again for the same user."""
+        key = (id(instance), user_id)
+        if instance.stored:
+            cached = self._stored.get(key)
+            if cached is not None and cached[0] is instance:
+                return cached[1]
+        instance_id = instance.instance_id or instance.tool
+        loaded = self._load(
+            instance.tool,
+            user_id,
+            instance_id=instance_id,
+            config=instance.config,
+            owner_id=instance.owner_id,
+        )
+        context = CallContext(
+            user_id=user_id, owner_id=instance.owner_id, instance_id=instance_id, tool=instance.tool
+        )
+        actions = tuple(
+            offered
+            for offered in (instance.apply(a) for a in loaded.actions(context).values())
+            if offered.active
+        )
+        source = _Source(instance_id, instance.name or instance_id, instance.tool, actions)
+        if instance.stored:
+            if len(self._stored) >= 4096:
+                self._stored.clear()
+            self._stored[key] = (instance, source)
+        return source
+
     def toolset(
         self,
         *,
@@ -430,44 +529,57 @@ class Offers:
         internal: Iterable[str] = (),
         headless: bool = False,
         allowlist: Iterable[str] = (),
+        stored: Sequence[ToolInstance] = (),
+        defaults: tuple[tuple[str, str], ...] | None = None,
+        errors: Sequence[str] = (),
     ) -> Toolset:
-        """Assemble a toolset: installed tools, explicit instances, internal and client tools."""
-        sources: dict[str, _Source] = {
-            source.instance_id: source for source in self._installed_sources()
-        }
-        errors: list[str] = []
-        configs: dict[str, Mapping[str, Any]] = {}
-        for info in (self._tool_info(name) for name in internal):
-            actions = tuple(action for action in info.actions if action.active)
-            sources[info.name] = _Source(info.name, info.name, info.name, actions)
-        for value in instances or ():
+        """Assemble a toolset: the user's stored instances, the default tools (``defaults``;
+        None: every installed tool under its own name), explicit instances, internal and
+        client tools. A default whose name a stored instance takes is left out; in a headless
+        turn, tools declared ``headless_excluded`` are."""
+        found_errors = list(errors)
+        bindings: dict[str, ToolInstance] = {}
+        sources: dict[str, _Source] = {}
+        for value in (*stored, *(instances or ())):
             instance = ToolInstance.coerce(value)
             instance_id = instance.instance_id or instance.tool
             self._tool_info(instance.tool)  # ToolNotFound / ToolConflict for a bad tool name
             try:
-                loaded = self._load(
-                    instance.tool, user_id, instance_id=instance_id, config=instance.config
-                )
-                context = CallContext(user_id=user_id, instance_id=instance_id, tool=instance.tool)
-                actions = tuple(a for a in loaded.actions(context).values() if a.active)
+                source = self._instance_source(instance, user_id)
             except Exception as exc:
-                errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
+                found_errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
                 logger.error("tool instance %s cannot be offered", instance_id, exc_info=exc)
                 continue
-            display = instance.name or instance_id
-            sources[instance_id] = _Source(instance_id, display, instance.tool, actions)
-            if instance.config is not None:
-                configs[instance_id] = instance.config
+            sources.pop(instance_id, None)
+            sources[instance_id] = source
+            bindings[instance_id] = instance
+        taken = {source.display_name for source in sources.values()}
+        base = self._installed_sources() if defaults is None else self._default_sources(defaults)
+        offered: dict[str, _Source] = {
+            source.instance_id: source
+            for source in base
+            if source.display_name not in taken and source.instance_id not in sources
+        }
+        offered.update(sources)
+        for info in (self._tool_info(name) for name in internal):
+            actions = tuple(action for action in info.actions if action.active)
+            offered[info.name] = _Source(info.name, info.name, info.name, actions)
+        if headless:
+            offered = {
+                key: source
+                for key, source in offered.items()
+                if not self._tool_info(source.tool).headless_excluded
+            }
         for definition in client_tools:
             action = _client_action(definition)
             instance_id = f"{CLIENT_TOOL}:{action.name}"
-            sources[instance_id] = _Source(instance_id, CLIENT_TOOL, CLIENT_TOOL, (action,), True)
+            offered[instance_id] = _Source(instance_id, CLIENT_TOOL, CLIENT_TOOL, (action,), True)
         return Toolset(
             self,
-            list(sources.values()),
+            list(offered.values()),
             user_id=user_id,
             headless=headless,
             allowlist=allowlist,
-            errors=errors,
-            configs=configs,
+            errors=found_errors,
+            bindings=bindings,
         )

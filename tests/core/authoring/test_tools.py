@@ -13,6 +13,7 @@ import pytest
 
 import expediter
 from expediter.core.authoring.tools import FunctionGroup, FunctionTool, Toolbox, action, snake_case
+from expediter.core.instances.defaults import default_instance_id
 from expediter.errors import ActionNotFound, SchemaError
 from expediter.hookspecs import PROJECT_NAME
 from expediter.hookspecs import tool as tool_spec
@@ -676,7 +677,7 @@ def test_call_context_is_injected(make_host: MakeHost) -> None:
         "user": "ANN",
         "tool": "whoami",
         "call_id": "call_1",
-        "instance": "whoami",
+        "instance": default_instance_id("whoami"),
     }
 
 

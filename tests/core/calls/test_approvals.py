@@ -17,6 +17,7 @@ from support.responses import openai_response
 
 import expediter
 from expediter.core.host import Host
+from expediter.core.instances.defaults import default_instance_id
 from expediter.core.ledger.records import LedgerRow
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import Toolset
@@ -339,7 +340,7 @@ def test_an_allowlisted_instance_id_does_not_allow_other_instances_of_the_tool(
         headless=True,
         allowlist=["refund-eu"],
     )
-    other = toolset.name_map.name_for("refund", "refund")
+    other = toolset.name_map.name_for(default_instance_id("refund"), "refund")
     assert other is not None
     _, (event,) = turn(toolset, ("c1", other, {"order": "A1"}))
     assert event.status == "denied"

@@ -108,7 +108,10 @@ def test_a_corrupt_cache_is_rebuilt(tools: tuple[Path, Path], expediter_home: Pa
     assert [info.name for info in Host(tools_path=[directory], autoload=False).catalogue()] == [
         "clock",
         "echo",
+        "memory",
+        "notes",
         "think",
+        "todo_list",
     ]
     assert json.loads(path.read_text())["catalogue"]["tools"]
 

@@ -365,7 +365,13 @@ def test_a_module_that_raises_or_exits_on_import_does_not_break_the_host(
     write(tools_dir, "raises.py", "raise RuntimeError('no API key configured')\n")
     write(tools_dir, "exits.py", "import sys\nsys.exit(3)\n")
     host = make_host(tools_path=[tools_dir], builtins=True)
-    assert {info.name for info in host.catalogue()} == {"clock", "think"}
+    assert {info.name for info in host.catalogue()} == {
+        "clock",
+        "memory",
+        "notes",
+        "think",
+        "todo_list",
+    }
     errors = {pack.name: pack.error for pack in host.packs}
     assert errors["raises"] == "RuntimeError: no API key configured"
     assert errors["exits"] == "SystemExit: 3"

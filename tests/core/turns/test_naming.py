@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import expediter
+from expediter.core.instances.defaults import default_instance_id
 from expediter.core.turns.naming import NAME_PATTERN, NameMap, assign_names, sanitize
 from expediter.hookspecs.tool import Action, CallContext
 
@@ -433,7 +434,7 @@ def test_a_host_prefixes_instances_of_one_tool_by_their_display_names(make_host)
     assert name_map.name_for("srv-1", "search") == "docs_search"
     assert name_map.name_for("srv-2", "search") == "jira_search"
     assert name_map.name_for("srv-1", "fetch") == "docs_fetch"
-    assert name_map.name_for("mcp", "search") == "mcp_search"
+    assert name_map.name_for(default_instance_id("mcp"), "search") == "mcp_search"
     assert all(not name.endswith("_1") for name in name_map.names)
     assert (
         host.toolset(

@@ -15,6 +15,7 @@ from support.responses import provider_response
 
 import expediter
 from expediter.core.host import Host
+from expediter.core.instances.defaults import default_instance_id
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.turns.toolset import CLIENT_TOOL, Toolset
 from expediter.errors import UnknownProvider
@@ -153,7 +154,9 @@ def mailbox() -> Mailbox:
 
 
 @pytest.fixture
-def host(make_host: Callable[..., Host], mailbox: Mailbox) -> Host:
+def host(make_host: Callable[..., Host], mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch) -> Host:
+    # The built-ins the plan calls (notes, todo_list and memory have their own tests).
+    monkeypatch.setenv("EXPEDITER_DEFAULT_TOOLS", "clock,think,mailbox,file_ticket")
     return make_host(mailbox, file_ticket, builtins=True)
 
 
@@ -294,7 +297,9 @@ def test_every_offered_function_round_trips_from_schema_to_result_message(
     for name in offered:
         entry = toolset.name_map.resolve(name)
         assert entry is not None, name
-        targets[(entry.instance_id, entry.action)] = name
+        # A default tool's instance id is derived from its name.
+        instance = entry.tool if entry.instance_id == default_instance_id(entry.tool) else None
+        targets[(instance or entry.instance_id, entry.action)] = name
     assert set(targets) == set(PLAN)
     assert {targets[("mb-work", "search")], targets[("mb-home", "search")]} == {
         "Work_Mail_search",
@@ -311,7 +316,8 @@ def test_every_offered_function_round_trips_from_schema_to_result_message(
     assert [call.name for call in calls] == [name for _, name, _ in planned]
     assert len({call.call_id for call in calls}) == len(calls)
     for call, (key, _, arguments) in zip(calls[:-1], planned[:-1], strict=True):
-        assert (call.instance_id, call.action, call.error) == (*key, None)
+        instance = call.tool if call.instance_id == default_instance_id(call.tool or "") else None
+        assert (instance or call.instance_id, call.action, call.error) == (*key, None)
         assert call.arguments == arguments
     unknown = calls[-1]
     assert (unknown.resolved, unknown.instance_id, unknown.action) == (False, None, None)

@@ -12,8 +12,10 @@ from expediter.core.turns.toolset import Toolset
 
 
 @pytest.fixture
-def host(make_host: Callable[..., Host]) -> Host:
-    """A host offering only the built-in tools."""
+def host(make_host: Callable[..., Host], monkeypatch: pytest.MonkeyPatch) -> Host:
+    """A host offering the built-in tools the saved responses call, ``clock`` and ``think``,
+    as its default tools."""
+    monkeypatch.setenv("EXPEDITER_DEFAULT_TOOLS", "clock,think")
     return make_host(builtins=True)
 
 

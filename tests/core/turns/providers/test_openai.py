@@ -14,6 +14,7 @@ from support.responses import load
 
 import expediter
 from expediter.core.host import Host
+from expediter.core.instances.defaults import default_instance_id
 from expediter.core.records.calls import ToolCall
 from expediter.core.turns.toolset import Toolset
 
@@ -85,7 +86,7 @@ def test_parallel_chat_calls_parse_into_resolved_calls_in_order(toolset: Toolset
         {"time": "09:30", "from_timezone": "Europe/Paris", "to_timezone": "America/New_York"},
         {"thought": 'Paris is 6 hours ahead of New York in winter, "usually".'},
     ]
-    assert all(c.error is None and c.instance_id == c.tool for c in calls)
+    assert all(c.error is None and c.instance_id == default_instance_id(c.tool) for c in calls)
 
 
 def test_a_chat_reply_without_tool_calls_has_no_calls(toolset: Toolset) -> None:

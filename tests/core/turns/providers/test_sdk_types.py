@@ -96,7 +96,7 @@ def host(make_host: Callable[..., Host]) -> Host:
 @pytest.fixture
 def toolset(host: Host) -> Toolset:
     toolset = host.toolset(client_tools=[CLIENT_TOOL])
-    assert len(toolset) == 6
+    assert len(toolset) == 17
     return toolset
 
 
@@ -116,7 +116,7 @@ def test_chat_tools_build_the_openai_tool_params_unchanged(
     from openai.types.shared_params import FunctionDefinition
 
     tools = toolset.schemas(provider, strict=strict)
-    assert len(tools) == 6
+    assert len(tools) == 17
     for tool in tools:
         assert validated(ChatCompletionFunctionToolParam, tool) == tool
         assert validated(ChatCompletionToolParam, tool) == tool
@@ -151,7 +151,7 @@ def test_gemini_tools_build_function_declarations_with_parameters_json_schema(
     (tool,) = toolset.schemas("gemini")
     built = types.Tool.model_validate(tool)
     assert built.function_declarations is not None
-    assert len(built.function_declarations) == 6
+    assert len(built.function_declarations) == 17
     for declaration, emitted in zip(
         built.function_declarations, tool["function_declarations"], strict=True
     ):

@@ -1,0 +1,306 @@
+"""``expediter instances ...`` and ``expediter keys ...``: stored tool instances and the master
+keys their credentials are sealed with.
+
+No secret value is ever printed: records show secret fields as ``"***"``, and an error about a
+``--secret`` option names the field, never the value.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from expediter.cli.app import CliState, pass_state
+from expediter.cli.output import dump_json, echo_json, echo_table, escape
+
+if TYPE_CHECKING:
+    from expediter.core.instances.records import StoredInstance
+
+__all__ = ["instances", "keys", "print_instance"]
+
+_SECRET_HELP = (
+    "A configuration field, FIELD=VALUE; FIELD=- reads the value from standard input, "
+    "FIELD=@PATH from a file (one trailing newline removed). Repeatable."
+)
+
+
+def _chomp(text: str) -> str:
+    """``text`` without one trailing newline (``\\n`` or ``\\r\\n``)."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text.removesuffix("\n")
+
+
+def _secret_value(field: str, value: str) -> str:
+    """The value of one ``--secret``: given, from standard input (``-``) or a file (``@PATH``)."""
+    if value == "-":
+        return _chomp(sys.stdin.read())
+    if not value.startswith("@"):
+        return value
+    path = Path(value[1:]).expanduser()
+    try:
+        return _chomp(path.read_text(encoding="utf-8"))
+    except UnicodeError:
+        raise click.BadParameter(
+            f"the file {escape(str(path))} for {escape(repr(field))} is not UTF-8 text",
+            param_hint="--secret",
+        ) from None
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read the file {escape(str(path))} for {escape(repr(field))}: "
+            f"{exc.strerror or type(exc).__name__}",
+            param_hint="--secret",
+        ) from None
+
+
+def _secrets(options: Sequence[str]) -> dict[str, str]:
+    """The ``--secret FIELD=VALUE`` options as fields; the values are never echoed."""
+    found: dict[str, str] = {}
+    from_stdin: str | None = None
+    for option in options:
+        field, equals, value = option.partition("=")
+        if not equals or not field:
+            # The option may be a bare secret: say what is wrong without repeating it.
+            raise click.BadParameter(
+                "expected FIELD=VALUE, FIELD=- or FIELD=@PATH", param_hint="--secret"
+            )
+        if field in found:
+            raise click.BadParameter(
+                f"field {escape(repr(field))} is given twice", param_hint="--secret"
+            )
+        if value == "-":
+            if from_stdin is not None:
+                raise click.BadParameter(
+                    f"only one field may be read from standard input "
+                    f"({escape(repr(from_stdin))} and {escape(repr(field))} ask for it); "
+                    "read the other from a file (FIELD=@PATH)",
+                    param_hint="--secret",
+                )
+            from_stdin = field
+        found[field] = _secret_value(field, value)
+    return found
+
+
+def _config(config_json: str | None, secrets: Sequence[str]) -> dict[str, Any] | None:
+    """``--config`` and ``--secret`` as one configuration (None when neither is given)."""
+    if config_json is None and not secrets:
+        return None
+    config: dict[str, Any] = {}
+    if config_json is not None:
+        try:
+            parsed = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            # The message gives the position only: --config may hold secrets too.
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--config") from exc
+        if not isinstance(parsed, dict):
+            raise click.BadParameter(
+                f"must be a JSON object, not {type(parsed).__name__}", param_hint="--config"
+            )
+        config = parsed
+    for field, value in _secrets(secrets).items():
+        if field in config:
+            raise click.UsageError(
+                f"field {escape(repr(field))} is given both in --config and --secret; give it once"
+            )
+        config[field] = value
+    return config
+
+
+def print_instance(record: StoredInstance) -> None:
+    """One instance, a field a line (secret fields as ``***``)."""
+    for name, value in record.to_dict().items():
+        if name == "owner_id" and value is None:
+            text = "- (shared)"
+        elif isinstance(value, str):
+            text = value
+        else:
+            text = dump_json(value)
+        click.echo(f"{name:>14}: {escape(text)}")
+
+
+def _print_table(records: Sequence[StoredInstance]) -> None:
+    echo_table(
+        ["ID", "NAME", "TOOL", "OWNER", "ENABLED"],
+        [
+            [
+                record.id,
+                record.name,
+                record.tool,
+                "-" if record.owner_id is None else record.owner_id,
+                "yes" if record.enabled else "no",
+            ]
+            for record in records
+        ],
+    )
+
+
+def _tool_not_found(exc: Exception) -> click.UsageError:
+    return click.UsageError(escape(str(exc)))
+
+
+@click.group()
+def instances() -> None:
+    """Add, list, change and remove stored tool instances (credentials sealed per owner)."""
+
+
+@instances.command("add")
+@click.argument("tool")
+@click.option("--name", required=True, help="The instance's display name (unique per owner).")
+@click.option("--config", "config_json", metavar="JSON", help="Configuration as a JSON object.")
+@click.option("--secret", "secrets", multiple=True, metavar="FIELD=VALUE", help=_SECRET_HELP)
+@click.option("--user", "user_id", default=None, help="The owner (default: shared by everyone).")
+@click.option("--json", "as_json", is_flag=True, help="Print the new record as JSON.")
+@pass_state
+def add(
+    state: CliState,
+    tool: str,
+    name: str,
+    config_json: str | None,
+    secrets: tuple[str, ...],
+    user_id: str | None,
+    as_json: bool,
+) -> None:
+    """Store a configured instance of TOOL and print its id."""
+    from expediter.errors import ToolNotFound
+
+    config = _config(config_json, secrets)
+    try:
+        record = state.host().instances.add(tool, name, config, user_id=user_id)
+    except ToolNotFound as exc:
+        raise _tool_not_found(exc) from exc
+    if as_json:
+        echo_json(record.to_dict())
+    else:
+        click.echo(record.id)
+
+
+@instances.command("ls")
+@click.option("--user", "user_id", default=None, help="Only this user's and the shared ones.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def list_instances(state: CliState, user_id: str | None, as_json: bool) -> None:
+    """List stored instances (every owner's unless --user), oldest first."""
+    registry = state.host().instances
+    records = registry.list() if user_id is None else registry.list(user_id)
+    if as_json:
+        echo_json([record.to_dict() for record in records])
+    else:
+        _print_table(records)
+
+
+@instances.command("show")
+@click.argument("instance_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def show(state: CliState, instance_id: str, as_json: bool) -> None:
+    """Show one stored instance (secret fields as ***)."""
+    record = state.host().instances.get(instance_id)
+    if as_json:
+        echo_json(record.to_dict())
+    else:
+        print_instance(record)
+
+
+@instances.command("rm")
+@click.argument("instance_id", metavar="ID")
+@pass_state
+def remove(state: CliState, instance_id: str) -> None:
+    """Delete a stored instance, with its credentials and the records its tool kept."""
+    state.host().instances.remove(instance_id)
+    click.echo(f"removed tool instance {escape(instance_id)}", err=True)
+
+
+@instances.command("set")
+@click.argument("instance_id", metavar="ID")
+@click.option("--name", default=None, help="A new display name.")
+@click.option(
+    "--config",
+    "config_json",
+    metavar="JSON",
+    help="Fields to change, as a JSON object (null removes one).",
+)
+@click.option("--secret", "secrets", multiple=True, metavar="FIELD=VALUE", help=_SECRET_HELP)
+@click.option("--enable/--disable", "enabled", default=None, help="Switch it on or off.")
+@click.option("--json", "as_json", is_flag=True, help="Print the changed record as JSON.")
+@pass_state
+def change(
+    state: CliState,
+    instance_id: str,
+    name: str | None,
+    config_json: str | None,
+    secrets: tuple[str, ...],
+    enabled: bool | None,
+    as_json: bool,
+) -> None:
+    """Change a stored instance; secret fields left out keep their stored values."""
+    if name is None and config_json is None and not secrets and enabled is None:
+        raise click.UsageError(
+            "nothing to change: give --name, --config, --secret, --enable or --disable"
+        )
+    config = _config(config_json, secrets)
+    record = state.host().instances.update(instance_id, name=name, config=config, enabled=enabled)
+    if as_json:
+        echo_json(record.to_dict())
+    else:
+        click.echo(f"updated tool instance {escape(record.id)}", err=True)
+
+
+def _switch(state: CliState, id_or_tool: str, user_id: str | None, *, enabled: bool) -> None:
+    registry = state.host().instances
+    switch = registry.enable if enabled else registry.disable
+    click.echo(escape(switch(id_or_tool, user_id=user_id)))
+
+
+@instances.command("enable")
+@click.argument("id_or_tool", metavar="ID_OR_TOOL")
+@click.option("--user", "user_id", default=None, help="Only for this user (an opt-in).")
+@pass_state
+def enable(state: CliState, id_or_tool: str, user_id: str | None) -> None:
+    """Switch an instance or a default tool on (for one user with --user); prints its id."""
+    _switch(state, id_or_tool, user_id, enabled=True)
+
+
+@instances.command("disable")
+@click.argument("id_or_tool", metavar="ID_OR_TOOL")
+@click.option("--user", "user_id", default=None, help="Only for this user (an opt-out).")
+@pass_state
+def disable(state: CliState, id_or_tool: str, user_id: str | None) -> None:
+    """Switch an instance or a default tool off (for one user with --user); prints its id."""
+    _switch(state, id_or_tool, user_id, enabled=False)
+
+
+@click.group()
+def keys() -> None:
+    """Generate master keys (EXPEDITER_SECRET_KEYS) and reseal credentials with the newest."""
+
+
+@keys.command("generate")
+def generate() -> None:
+    """Print a new random master key (nothing is stored)."""
+    from expediter.core.instances.keys import generate_key
+
+    click.echo(generate_key())
+
+
+@keys.command("rotate")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def rotate(state: CliState, as_json: bool) -> None:
+    """Reseal every stored credential with the newest key (exit 1 if any cannot be opened)."""
+    done = state.host().instances.rotate()
+    if as_json:
+        failed = [{"id": instance_id, "error": reason} for instance_id, reason in done.failed]
+        echo_json({"resealed": done.resealed, "current": done.current, "failed": failed})
+    else:
+        click.echo(
+            f"resealed {done.resealed}, already current {done.current}, failed {len(done.failed)}"
+        )
+        for instance_id, reason in done.failed:
+            click.echo(escape(f"instance {instance_id}: {reason}"), err=True)
+    if done.failed:
+        sys.exit(1)
