@@ -111,9 +111,12 @@ def main() -> int:
             runs["raw_base64"],
         )
     )
-    report.ratio("keyring decrypt of one blob", "decrypt", "raw", 1.5)
+    # The budget's baseline does the same work with nothing of the keyring's: decode the
+    # blob's data, then cryptography's AESGCM.decrypt on a cipher built once (the stricter of
+    # the two raw figures; building AESGCM per call is reported for orientation).
+    report.ratio("keyring decrypt of one blob", "decrypt", "raw_base64", 1.5)
+    report.ratio("keyring decrypt vs AESGCM built per call", "decrypt", "raw")
     report.ratio("keyring decrypt vs a cipher built once", "decrypt", "raw_prebuilt")
-    report.ratio("keyring decrypt vs base64 decode + decrypt", "decrypt", "raw_base64")
     return report.finish(args.results_dir)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import expediter
-from expediter.plugins.notes import collection, kept_text, known_id, unknown_id
+from expediter.plugins._kept import collection, kept_text, known_id, unknown_id
 
 if TYPE_CHECKING:
     from expediter.core.instances.storage import Collection

@@ -92,6 +92,20 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
             ("turn_sqlite", "langchain", None),  # orientation only (DESIGN.md section 9)
         ),
     ),
+    "bench_credentials.py": (
+        "credentials",
+        ("decrypt", "raw", "raw_prebuilt", "raw_base64"),
+        (
+            ("decrypt", "raw_base64", 1.5),
+            ("decrypt", "raw", None),
+            ("decrypt", "raw_prebuilt", None),
+        ),
+    ),
+    "bench_instances.py": (
+        "instances",
+        ("stored", "in_memory"),
+        (("stored", "in_memory", 2.0),),
+    ),
 }
 STATUSES = {"PASS", "FAIL", "INFO", "SKIP"}
 
