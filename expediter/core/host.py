@@ -494,9 +494,17 @@ class Host:
         from expediter.core.instances.manager import Offered
 
         registry = self.instances
-        offered = (
-            registry.offered(user_id) if self.record_calls else Offered((), registry.defaults()[0])
-        )
+        offered = Offered((), registry.defaults()[0])
+        if self.record_calls:
+            try:
+                offered = registry.offered(user_id)
+            except LedgerError as exc:
+                # A database outage never stops a turn (DESIGN.md section 6): the default
+                # tools are offered without the stored instances or the user's switches.
+                logger.warning("stored tool instances are not offered: %s", exc)
+                offered = attrs.evolve(
+                    offered, errors=(f"stored tool instances could not be read: {exc}",)
+                )
         explicit = [
             registry.binding(value) if isinstance(value, str) else value
             for value in instances or ()

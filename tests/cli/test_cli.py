@@ -79,7 +79,14 @@ def test_tools_list_json_has_the_documented_shape(tools_dir: Path) -> None:
     code, out, _ = run("tools", "list", "--json", tools_dir=tools_dir)
     assert code == 0
     rows = json.loads(out)
-    assert [row["name"] for row in rows] == ["clock", "loud", "think"]
+    assert [row["name"] for row in rows] == [
+        "clock",
+        "loud",
+        "memory",
+        "notes",
+        "think",
+        "todo_list",
+    ]
     loud = rows[1]
     assert {"name", "pack", "source", "internal", "actions"} <= set(loud)
     assert (loud["pack"], loud["source"], loud["internal"]) == ("loud", "directory", False)

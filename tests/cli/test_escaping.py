@@ -219,12 +219,12 @@ def test_plugins_and_tools_listings(tools_dir: Path) -> None:
     (tools_dir / "broken.py").write_text(BROKEN)
     code, out, err = invoke("plugins", tools_dir=tools_dir)
     assert code == 0, err
-    rows = table(out, 4)  # the built-ins clock and think, broken, shop
+    rows = table(out, 7)  # the built-ins clock, memory, notes, think and todo_list, broken, shop
     (broken,) = [row for row in rows if row.startswith("broken")]
     assert "\\x1b[8m\\u202e" in broken
     assert_safe(err)
     code, out, err = invoke("tools", "list", tools_dir=tools_dir)
-    rows = table(out, 3)  # clock, shop, think
+    rows = table(out, 6)  # clock, memory, notes, shop, think, todo_list
     (shop,) = [row for row in rows if row.startswith("shop")]
     assert "\\x1b[8m hidden \\u202e" in shop
     assert_safe(err)

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from support.responses import RESPONSES, SAVED, load
 
 from expediter.cli import cli
+from expediter.core.instances.defaults import default_instance_id
 
 PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "mistral", "ollama")
 PARSE_FIELDS = {"call_id", "name", "instance_id", "tool", "action", "arguments", "error"}
@@ -68,7 +69,11 @@ def test_tools_schema_prints_the_providers_tool_list(provider: str, tools_dir: P
     code, out, _ = run("tools", "schema", "--provider", provider, tools_dir=tools_dir)
     assert code == 0
     tools = json.loads(out)
-    assert sorted(names(provider, tools)) == ["convert", "now", "shout", "think"]
+    assert sorted(names(provider, tools)) == [
+        "complete", "convert", "forget", "notes_add", "notes_delete", "notes_list", "now",
+        "recall", "remember", "search", "shout", "think", "todo_list_add", "todo_list_delete",
+        "todo_list_list",
+    ]  # fmt: skip
     if provider == "gemini":
         (tool,) = tools
         assert list(tool) == ["function_declarations"]
@@ -141,7 +146,7 @@ def test_parse_json_lists_each_call_with_the_documented_fields(provider: str) ->
         assert set(row) >= PARSE_FIELDS
         assert row["error"] is None
         assert row["action"] == row["name"]
-        assert row["instance_id"] == row["tool"]
+        assert row["instance_id"] == default_instance_id(row["tool"])
         assert row["tool"] in ("clock", "think")
         assert isinstance(row["arguments"], dict)
         assert row["arguments"]
@@ -162,7 +167,7 @@ def test_parse_json_keeps_ids_arguments_and_signatures() -> None:
     assert {key: first[key] for key in PARSE_FIELDS} == {
         "call_id": "toolu_01A09q90qw90lq917835lq9",
         "name": "now",
-        "instance_id": "clock",
+        "instance_id": default_instance_id("clock"),
         "tool": "clock",
         "action": "now",
         "arguments": {"timezone": "Asia/Tokyo"},

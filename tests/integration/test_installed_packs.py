@@ -188,13 +188,13 @@ REGISTERING_MODULE = '''
 import expediter
 
 
-class Notes(expediter.Toolbox):
-    """Keep notes."""
+class Jotter(expediter.Toolbox):
+    """Keep jottings."""
 
     @expediter.action
     def add(self, text: str) -> str:
-        """Add a note."""
-        return f"noted: {text}"
+        """Add a jotting."""
+        return f"jotted: {text}"
 
 
 @expediter.tool
@@ -205,7 +205,7 @@ def shout(text: str) -> str:
 
 @expediter.hookimpl
 def register_tools(register):
-    register(Notes)
+    register(Jotter)
     register(shout, name="megaphone")
 '''
 
@@ -295,11 +295,11 @@ def test_register_tools_hook_registers_every_tool_it_names(
     tools = expediter.tools()
 
     assert "multi" not in tools
-    assert tools["notes"]["pack"] == "acme-multi"
-    assert tools["notes"]["actions"] == ["add"]
+    assert tools["jotter"]["pack"] == "acme-multi"
+    assert tools["jotter"]["actions"] == ["add"]
     assert tools["megaphone"]["pack"] == "acme-multi"
     assert tools["megaphone"]["source"] == "entry-point"
-    assert sorted(expediter.plugins()["acme-multi"]["tools"]) == ["megaphone", "notes"]
+    assert sorted(expediter.plugins()["acme-multi"]["tools"]) == ["jotter", "megaphone"]
     event = expediter.json(
         "call", "megaphone", tools["megaphone"]["actions"][0], "--args", '{"text": "hey"}'
     )
@@ -771,14 +771,14 @@ def test_distribution_named_like_a_builtin_keeps_both_packs_callable(
 def test_distribution_named_like_a_tools_dir_module_keeps_both_packs_callable(
     expediter: Expediter, site_dir: SiteDir, tools_dir: Callable[[str, Mapping[str, str]], Path]
 ) -> None:
-    site_dir.add_tool_pack("notes", "notebook", function="jot")
-    directory = tools_dir("tools", {"notes.py": tool_function_source("notes-module", "scribble")})
+    site_dir.add_tool_pack("jotter", "notebook", function="jot")
+    directory = tools_dir("tools", {"jotter.py": tool_function_source("jotter-module", "scribble")})
     tools = expediter.tools("--tools-dir", str(directory))
-    assert tools["notebook"]["pack"] == "notes"
-    assert tools["notes"]["source"] == "directory"
+    assert tools["notebook"]["pack"] == "jotter"
+    assert tools["jotter"]["source"] == "directory"
 
     for cache in (["--refresh"], []):
-        for tool, action in (("notebook", "jot"), ("notes", "scribble")):
+        for tool, action in (("notebook", "jot"), ("jotter", "scribble")):
             args = [*cache, "--tools-dir", str(directory), "call", tool, action]
             called = expediter.run(*args, "--args", '{"text": "c"}')
             assert called.returncode == 0, str(called)

@@ -76,12 +76,12 @@ def test_new_distribution_in_site_dir_invalidates_the_cache(
 ) -> None:
     expediter.ok("--tools-dir", str(installed), "tools", "list")
 
-    site_dir.add_tool_pack("acme-notes", "notes", function="jot")
+    site_dir.add_tool_pack("acme-jotter", "jotter", function="jot")
     tools = expediter.tools("--tools-dir", str(installed))
 
-    assert tools["notes"]["pack"] == "acme-notes"
-    assert tools["notes"]["actions"] == ["jot"]
-    assert "acme-notes" in expediter.imported()
+    assert tools["jotter"]["pack"] == "acme-jotter"
+    assert tools["jotter"]["actions"] == ["jot"]
+    assert "acme-jotter" in expediter.imported()
 
 
 def test_removed_distribution_disappears_from_the_cache(

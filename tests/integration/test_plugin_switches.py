@@ -15,10 +15,10 @@ ToolsDir = Callable[[str, Mapping[str, str]], Path]
 
 @pytest.fixture
 def three_packs(site_dir: SiteDir) -> SiteDir:
-    """acme-hello (entry point ``hello``), acme-weather (``weather``), acme-notes (``notes``)."""
+    """acme-hello (entry point ``hello``), acme-weather (``weather``), acme-jotter (``jotter``)."""
     site_dir.add_tool_pack("acme-hello", "hello", function="greet")
     site_dir.add_tool_pack("acme-weather", "weather", version="2.0", function="forecast")
-    site_dir.add_tool_pack("acme-notes", "notes", version="0.1", function="jot")
+    site_dir.add_tool_pack("acme-jotter", "jotter", version="0.1", function="jot")
     return site_dir
 
 
@@ -40,7 +40,7 @@ def test_disable_plugins_by_distribution_name_blocks_the_pack_before_import(
     tools = expediter.tools(env=env)
 
     assert "weather" not in tools
-    assert {"hello", "notes", "think", "clock"} <= tools.keys()
+    assert {"hello", "jotter", "think", "clock"} <= tools.keys()
     assert "acme-weather" not in expediter.imported()
     assert "acme-weather" not in expediter.plugins(env=env)
 
@@ -50,7 +50,7 @@ def test_disable_plugins_by_entry_point_name_blocks_the_pack(expediter: Expedite
     tools = expediter.tools(env={"EXPEDITER_DISABLE_PLUGINS": "weather"})
 
     assert "weather" not in tools
-    assert {"hello", "notes"} <= tools.keys()
+    assert {"hello", "jotter"} <= tools.keys()
     assert "acme-weather" not in expediter.imported()
 
 
@@ -74,10 +74,10 @@ def test_disable_plugins_matches_names_case_insensitively_with_separators_alike(
 
 @pytest.mark.usefixtures("three_packs")
 def test_disable_plugins_takes_a_comma_separated_list(expediter: Expediter) -> None:
-    tools = expediter.tools(env={"EXPEDITER_DISABLE_PLUGINS": " acme-weather , notes,"})
+    tools = expediter.tools(env={"EXPEDITER_DISABLE_PLUGINS": " acme-weather , jotter,"})
 
     assert "weather" not in tools
-    assert "notes" not in tools
+    assert "jotter" not in tools
     assert "hello" in tools
 
 
@@ -88,7 +88,7 @@ def test_disable_plugins_can_disable_the_builtin_think(expediter: Expediter) -> 
     tools = expediter.tools(env=env)
 
     assert "think" not in tools
-    assert {"clock", "hello", "weather", "notes"} <= tools.keys()
+    assert {"clock", "hello", "weather", "jotter"} <= tools.keys()
     assert "think" not in expediter.plugins(env=env)
     called = expediter.run("call", "think", "think", "--args", '{"thought": "x"}', env=env)
     assert called.returncode == 2, str(called)
@@ -122,23 +122,23 @@ def test_disable_plugins_blocks_a_tools_dir_module(
 def test_load_plugins_loads_only_the_named_entry_point_packs_and_keeps_builtins(
     expediter: Expediter,
 ) -> None:
-    env = {"EXPEDITER_LOAD_PLUGINS": "acme-hello,notes"}
+    env = {"EXPEDITER_LOAD_PLUGINS": "acme-hello,jotter"}
 
     tools = expediter.tools(env=env)
 
-    assert {"hello", "notes", "think", "clock"} <= tools.keys()
+    assert {"hello", "jotter", "think", "clock", "notes", "todo_list", "memory"} <= tools.keys()
     assert "weather" not in tools
-    assert _entry_point_packs(expediter, env) == {"acme-hello", "acme-notes"}
+    assert _entry_point_packs(expediter, env) == {"acme-hello", "acme-jotter"}
     assert "acme-weather" not in expediter.imported()
 
 
 @pytest.mark.usefixtures("three_packs")
 def test_disable_plugins_wins_over_load_plugins(expediter: Expediter) -> None:
-    env = {"EXPEDITER_LOAD_PLUGINS": "acme-hello,acme-notes", "EXPEDITER_DISABLE_PLUGINS": "hello"}
+    env = {"EXPEDITER_LOAD_PLUGINS": "acme-hello,acme-jotter", "EXPEDITER_DISABLE_PLUGINS": "hello"}
 
     tools = expediter.tools(env=env)
 
-    assert "notes" in tools
+    assert "jotter" in tools
     assert "hello" not in tools
     assert "weather" not in tools
 
@@ -156,7 +156,7 @@ def test_disable_plugin_autoload_loads_no_entry_point_pack(
     tools = expediter.tools("--tools-dir", str(directory), env=env)
 
     assert {"think", "clock", "echo"} <= tools.keys()
-    assert not {"hello", "weather", "notes"} & tools.keys()
+    assert not {"hello", "weather", "jotter"} & tools.keys()
     assert _entry_point_packs(expediter, env) == set()
     assert expediter.imported() == ["echo"]
 
@@ -171,7 +171,7 @@ def test_disable_plugin_autoload_with_load_plugins_loads_only_the_named_pack(
     tools = expediter.tools(env=env)
 
     assert {"weather", "think", "clock"} <= tools.keys()
-    assert not {"hello", "notes"} & tools.keys()
+    assert not {"hello", "jotter"} & tools.keys()
     assert _entry_point_packs(expediter, env) == {"acme-weather"}
     assert set(expediter.imported()) == {"acme-weather"}
     event = expediter.json("call", "weather", "forecast", "--args", '{"text": "sun"}', env=env)
@@ -182,7 +182,7 @@ def test_disable_plugin_autoload_with_load_plugins_loads_only_the_named_pack(
 def test_disable_plugin_autoload_set_to_zero_keeps_autoloading(expediter: Expediter) -> None:
     tools = expediter.tools(env={"EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": "0"})
 
-    assert {"hello", "weather", "notes"} <= tools.keys()
+    assert {"hello", "weather", "jotter"} <= tools.keys()
 
 
 @pytest.mark.usefixtures("three_packs")

@@ -46,9 +46,9 @@ def login(password: str, user_pin: str = "", site: str = "example.org") -> str:
 
 
 @expediter.tool
-def remember(note: Annotated[str, expediter.Secret], topic: str = "") -> str:
+def stash(note: Annotated[str, expediter.Secret], topic: str = "") -> str:
     """Keep a private note."""
-    return "remembered"
+    return "stashed"
 
 
 @expediter.tool(require_approval=True)
@@ -74,14 +74,14 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
         {"password": "", "user_pin": f"{PLANTED}-pin", "site": CONTROL},
         PLANTED,
     ),
-    "note_marked_secret": ("remember", {"note": f"{PLANTED}-note", "topic": CONTROL}, PLANTED),
+    "note_marked_secret": ("stash", {"note": f"{PLANTED}-note", "topic": CONTROL}, PLANTED),
     "password_wrong_type": (
         "login",
         {"password": PLANTED_NUMBER, "site": CONTROL},
         str(PLANTED_NUMBER),
     ),
     "note_wrong_type": (
-        "remember",
+        "stash",
         {"note": PLANTED_NUMBER, "topic": CONTROL},
         str(PLANTED_NUMBER),
     ),

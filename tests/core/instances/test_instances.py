@@ -420,3 +420,18 @@ def test_rotation_reseals_every_blob_with_the_newest_key_and_resumes(
     for n, instance_id in enumerate(ids):
         secrets = only_new.instances.get(instance_id, decrypt=True).secrets
         assert secrets == {"api_key": f"{SECRET_A}{n}"}
+
+
+def test_a_turn_during_a_database_outage_offers_the_default_tools(tmp_path: Path) -> None:
+    host = Host(
+        database_url="postgresql://nobody@127.0.0.1:1/x",
+        home=tmp_path,
+        autoload=False,
+        builtins=True,
+    )
+    try:
+        toolset = host.toolset(user_id="rae")
+        assert "now" in toolset.name_map.names
+        assert any("could not be read" in error for error in toolset.errors)
+    finally:
+        host.close()
