@@ -17,6 +17,7 @@ import pytest
 from expediter.core.host import Host
 from expediter.core.instances.defaults import default_instance_id
 from expediter.core.instances.keys import EXAMPLE_KEY, Keyring, generate_key
+from expediter.core.instances.store import InstanceStore
 from expediter.core.ledger.database import Database
 from expediter.core.records.calls import ToolCall
 from expediter.errors import ConfigError, CredentialError, InstanceNotFound
@@ -107,7 +108,7 @@ def test_two_instances_of_one_tool_are_offered_apart_and_each_uses_its_own_secre
 
 
 def test_secret_fields_are_sealed_shown_masked_and_kept_when_an_update_leaves_them_out(
-    make_host: Callable[..., Host], secret_key: str
+    make_host: Callable[..., Host], secret_key: str, database_url: str
 ) -> None:
     host = make_host()
     added = host.instances.add("weather", "home", {"api_key": SECRET_A}, user_id="alice")
@@ -122,9 +123,12 @@ def test_secret_fields_are_sealed_shown_masked_and_kept_when_an_update_leaves_th
     listed = json.dumps([item.to_dict() for item in host.instances.list()])
     assert SECRET_A not in listed
     assert "***" in listed
-    # The blob is sealed with the key configured, for this owner and this instance only.
-    row = Keyring.parse(secret_key)
-    assert row.newest.id in json.dumps(host.instances.get(added.id).to_dict()) or True
+    # The blob is sealed with the key configured: its id is recorded beside it.
+    stored = InstanceStore(Database.parse(database_url)).get(added.id)
+    assert stored is not None
+    assert stored.key_id == Keyring.parse(secret_key).newest.id
+    assert stored.credentials is not None
+    assert SECRET_A not in stored.credentials
 
 
 def test_config_is_checked_against_the_tools_fields_naming_the_field(
@@ -393,7 +397,10 @@ def test_a_blob_sealed_with_another_key_is_an_error_naming_the_instance_never_an
 
 
 def test_rotation_reseals_every_blob_with_the_newest_key_and_resumes(
-    make_host: Callable[..., Host], secret_key: str, monkeypatch: pytest.MonkeyPatch
+    make_host: Callable[..., Host],
+    secret_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+    database_url: str,
 ) -> None:
     host = make_host()
     ids = [
@@ -404,7 +411,7 @@ def test_rotation_reseals_every_blob_with_the_newest_key_and_resumes(
     monkeypatch.setenv("EXPEDITER_SECRET_KEYS", f"{newer},{secret_key}")
     rotating = make_host()
     # Interrupted after the first blob: the next run finishes the rest, nothing lost.
-    store = rotating._instance_store()
+    store = InstanceStore(Database.parse(database_url))
     sealed = store.sealed()
     keyring = Keyring.parse(f"{newer},{secret_key}")
     first_id, owner, blob, _ = sealed[0]
