@@ -537,14 +537,15 @@ class Host:
         run_id = run_id or new_run_id()
         turn = BareTurn(user_id, operator=True)
         instance_id = tool
-        if (
-            self._catalogue.tool(tool) is None
-            and self.record_calls
-            and self._instance_store().get(tool) is not None
-        ):
-            # A stored instance's id: run with its owner's configuration (InstanceNotFound
-            # when it is disabled; an unknown name stays the executor's ToolNotFound).
-            binding = self.instances.binding(tool)
+        # Not an installed tool's name: perhaps a stored instance's id, run with its owner's
+        # configuration (InstanceNotFound when it is disabled; an unknown name stays the
+        # executor's ToolNotFound).
+        binding = (
+            self.instances.lookup(tool)
+            if self.record_calls and self._catalogue.tool(tool) is None
+            else None
+        )
+        if binding is not None:
             tool = binding.tool
             turn.bindings[instance_id] = binding
         else:

@@ -111,6 +111,11 @@ class ConfigField:
         """Build a field from its JSON form."""
         return structure(data, cls)
 
+    @classmethod
+    def coerce(cls, item: ConfigField | Mapping[str, Any]) -> ConfigField:
+        """Accept a field as ``config_requirements`` may return it: a record or its JSON form."""
+        return item if isinstance(item, ConfigField) else cls.from_dict(item)
+
 
 SecretResolver = Callable[[str, "CallContext"], "str | None"]
 

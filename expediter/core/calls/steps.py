@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 from expediter.core.authoring.conversion import NotJSON, to_json_value
 from expediter.core.records.redaction import hide_values, redact
 from expediter.core.records.text import echo
-from expediter.hookspecs.tool import ConfigField
 
 if TYPE_CHECKING:
     from expediter.core.discovery.loading import LoadedTool
@@ -244,23 +243,9 @@ def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict
         request["stored_instance"] = True
         request["revision"] = binding.revision
     elif binding is not None and binding.config is not None:
-        request.update(_kept_config(binding.config, _secret_fields(step.loaded)))
+        secret = None if step.loaded is None else step.loaded.secret_fields
+        request.update(_kept_config(binding.config, secret))
     return request, withheld
-
-
-def _secret_fields(loaded: LoadedTool | None) -> frozenset[str] | None:
-    """The configuration fields the tool declares secret (``ConfigField(secret=True)``); None
-    when it cannot say (then no configuration is kept)."""
-    if loaded is None:
-        return None
-    try:
-        fields = [
-            item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
-            for item in loaded.relay.hook.config_requirements() or []
-        ]
-    except Exception:
-        return None
-    return frozenset(field.name for field in fields if field.secret)
 
 
 def _kept_config(config: Mapping[str, Any], secret: frozenset[str] | None) -> dict[str, Any]:

@@ -243,6 +243,7 @@ class LoadedTool:
         "_contexts",
         "_hooks",
         "_is_sugar",
+        "_secret_fields",
         "call",
         "instance",
         "instance_id",
@@ -277,25 +278,40 @@ class LoadedTool:
         self._hooks: dict[str, bool] = {}
         self._contexts: dict[str, bool] = {}
         self._is_sugar: bool | None = None
+        self._secret_fields: frozenset[str] | None = _UNKNOWN
         #: The instance's secret configuration values by field (``CallContext.secret``).
         self.secrets: Mapping[str, Any] = {}
         #: Those values as text, hidden wherever a call's arguments or result shows them.
         self.secret_values: frozenset[str] = frozenset()
 
+    @property
+    def secret_fields(self) -> frozenset[str] | None:
+        """The configuration fields the tool declares secret (``ConfigField(secret=True)``),
+        asked once; None when the tool cannot say (its ``config_requirements`` failed)."""
+        found = self._secret_fields
+        if found is _UNKNOWN:
+            from expediter.hookspecs.tool import ConfigField
+
+            try:
+                found = frozenset(
+                    field.name
+                    for field in map(
+                        ConfigField.coerce, self.relay.hook.config_requirements() or []
+                    )
+                    if field.secret
+                )
+            except Exception:
+                logger.debug("tool %s: config_requirements failed", self.type.name, exc_info=True)
+                found = None
+            self._secret_fields = found
+        return found
+
     def keep_secrets(self, config: Mapping[str, Any]) -> None:
         """Keep the configuration's secret fields: those the tool declares secret
         (``ConfigField(secret=True)``) and those whose names say so."""
         from expediter.core.records.redaction import is_secret_name
-        from expediter.hookspecs.tool import ConfigField
 
-        declared: set[str] = set()
-        try:
-            for item in self.relay.hook.config_requirements() or []:
-                field = item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
-                if field.secret:
-                    declared.add(field.name)
-        except Exception:
-            logger.debug("tool %s: config_requirements failed", self.type.name, exc_info=True)
+        declared = self.secret_fields or frozenset()
         self.secrets = {
             name: value
             for name, value in config.items()

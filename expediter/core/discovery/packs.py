@@ -552,10 +552,7 @@ def describe_tool(tool_type: ToolType) -> ToolInfo:
     context = CallContext(tool=tool_type.name, instance_id=tool_type.name)
     actions = coerce_actions(relay.hook.get_actions_metadata(context=context) or [], tool_type.name)
     raw_config = relay.hook.config_requirements() or []
-    config = tuple(
-        item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
-        for item in raw_config
-    )
+    config = tuple(ConfigField.coerce(item) for item in raw_config)
     return ToolInfo(
         name=tool_type.name,
         pack=tool_type.pack,

@@ -16,6 +16,7 @@ from expediter.core.instances.defaults import default_instance_id, default_tools
 from expediter.core.instances.records import StoredInstance
 from expediter.core.instances.store import InstanceRow
 from expediter.core.instances.validation import validate_config
+from expediter.core.ledger.columns import stored_key
 from expediter.core.records.text import clean_text, echo
 from expediter.core.turns.toolset import ToolInstance
 from expediter.errors import ArgumentError, ConfigError, CredentialError, InstanceNotFound
@@ -62,6 +63,12 @@ class Rotation:
     current: int
     #: ``(instance id, reason)`` of blobs that could not be opened (left as they are).
     failed: tuple[tuple[str, str], ...] = ()
+
+
+def _user(user_id: Any) -> Any:
+    """A user id in the form the database keeps it (``ledger.columns.stored_key``: the same
+    form the call ledger records), ``ANY_USER`` and None as they are."""
+    return user_id if user_id is ANY_USER or user_id is None else stored_key(str(user_id))
 
 
 def _name(value: str | None, tool: str) -> str:
@@ -127,6 +134,8 @@ class Instances:
         #: Resolved instances by id: ``(revision, ToolInstance)`` (decrypted once per change).
         self._resolved: dict[str, tuple[int, ToolInstance]] = {}
         self._defaults: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] | None = None
+        #: Default tools' instance ids by tool name (from ``defaults``).
+        self._default_ids: dict[str, str] = {}
         self._lock = threading.Lock()
 
     # -- default tools --------------------------------------------------------------------------
@@ -137,23 +146,29 @@ class Instances:
             found, problems = default_tools(self._catalogue(), self._default_names, self._tool_info)
             for problem in problems:
                 logger.error("%s", problem)
-            self._defaults = (
-                tuple((default_instance_id(info.name), info.name) for info in found),
-                tuple(problems),
-            )
+            pairs = tuple((default_instance_id(info.name), info.name) for info in found)
+            self._default_ids = {tool: instance_id for instance_id, tool in pairs}
+            self._defaults = (pairs, tuple(problems))
         return self._defaults
 
     def default_id(self, tool: str) -> str | None:
         """A default tool's instance id, or None when the tool is not a default."""
-        for instance_id, name in self.defaults()[0]:
-            if name == tool:
-                return instance_id
-        return None
+        self.defaults()
+        return self._default_ids.get(tool)
 
     # -- reading --------------------------------------------------------------------------------
 
-    def _row(self, instance_id: str, user_id: Any, *, shared: bool = True) -> InstanceRow:
-        row = self._store().get(str(instance_id))
+    def _row(
+        self,
+        instance_id: str,
+        user_id: Any,
+        *,
+        shared: bool = True,
+        row: InstanceRow | None = None,
+    ) -> InstanceRow:
+        """The configured instance a user may reach (``row``: already read)."""
+        if row is None:
+            row = self._store().get(str(instance_id))
         if row is None or row.kind != "configured":
             raise InstanceNotFound(f"no tool instance {echo(instance_id)}")
         if (
@@ -194,12 +209,13 @@ class Instances:
         self, instance_id: str, *, user_id: Any = ANY_USER, decrypt: bool = False
     ) -> StoredInstance:
         """One instance (InstanceNotFound when there is none, or the user may not see it)."""
-        return self._record(self._row(instance_id, user_id), decrypt=decrypt)
+        return self._record(self._row(instance_id, _user(user_id)), decrypt=decrypt)
 
     def list(self, user_id: Any = ANY_USER, *, decrypt: bool = False) -> list[StoredInstance]:
         """Every instance (left out), or those a user owns plus the shared ones (None: only
         the shared ones); oldest first."""
         store = self._store()
+        user_id = _user(user_id)
         rows = store.rows(every=True) if user_id is ANY_USER else store.rows(owner=user_id)
         return [self._record(row, decrypt=decrypt) for row in rows]
 
@@ -228,6 +244,7 @@ class Instances:
         with every user); its configuration is checked against the tool's fields, its secret
         fields sealed with the owner's key."""
         info = self._tool_info(tool)
+        user_id = _user(user_id)
         display = _name(name, tool)
         valid = validate_config(tool, info.config, dict(config or {}))
         overrides = _check_overrides(info, actions)
@@ -280,6 +297,7 @@ class Instances:
         """Change an instance: ``config`` keys replace the stored ones (None removes one);
         secret fields left out keep their stored values."""
         store = self._store()
+        user_id = _user(user_id)
         for _ in range(5):
             row = self._row(instance_id, user_id, shared=False)
             info = self._tool_info(row.tool)
@@ -316,13 +334,14 @@ class Instances:
 
     def remove(self, instance_id: str, *, user_id: Any = ANY_USER) -> None:
         """Delete an instance, the records its tool kept with it, and users' switches for it."""
-        row = self._row(instance_id, user_id, shared=False)
+        row = self._row(instance_id, _user(user_id), shared=False)
         self._store().delete(row.id)
         with self._lock:
             self._resolved.pop(row.id, None)
 
     def _switch(self, id_or_tool: str, user_id: str | None, enabled: bool) -> str:
         store = self._store()
+        user_id = _user(user_id)
         row = store.get(str(id_or_tool))
         if row is not None and row.kind == "configured":
             if user_id is None or row.owner_id == user_id:
@@ -432,6 +451,7 @@ class Instances:
         """A user's enabled stored instances (theirs and the shared ones) and default tools:
         two small reads, and a decryption only for an instance that changed."""
         store = self._store()
+        user_id = _user(user_id)
         summaries = store.summaries(user_id)
         settings = store.settings(user_id) if user_id is not None else {}
         switched_off = {instance_id for instance_id, on in settings.items() if not on}
@@ -478,12 +498,23 @@ class Instances:
     def binding(self, instance_id: str, user_id: Any = ANY_USER) -> ToolInstance:
         """A stored instance resolved to run (credentials decrypted): InstanceNotFound when it
         is gone, or disabled (by its owner, or by ``user_id`` for a shared one)."""
-        row = self._row(instance_id, user_id)
+        found = self.lookup(instance_id, user_id)
+        if found is None:
+            raise InstanceNotFound(f"no tool instance {echo(instance_id)}")
+        return found
+
+    def lookup(self, instance_id: str, user_id: Any = ANY_USER) -> ToolInstance | None:
+        """``binding``, but None when there is no such instance (one read either way)."""
+        user_id = _user(user_id)
+        row = self._store().get(str(instance_id))
+        if row is None or row.kind != "configured":
+            return None
+        row = self._row(instance_id, user_id, row=row)
         if not row.enabled:
             raise InstanceNotFound(f"tool instance {row.name!r} ({row.id}) is disabled")
         shared = user_id is not ANY_USER and user_id is not None and row.owner_id is None
         if shared and self._store().settings(user_id).get(row.id) is False:
             raise InstanceNotFound(
-                f"tool instance {row.name!r} ({row.id}) is disabled for {user_id!r}"
+                f"tool instance {row.name!r} ({row.id}) is disabled for {echo(user_id)}"
             )
         return self._resolve(row)

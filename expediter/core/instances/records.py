@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from expediter.core.ledger.records import iso
+
 __all__ = ["MASK", "StoredInstance"]
 
 #: How a secret field's value is shown: never the value itself.
 MASK = "***"
-
-
-def _iso(moment: float) -> str:
-    return dt.datetime.fromtimestamp(moment, dt.UTC).isoformat(timespec="milliseconds")
 
 
 @attrs.frozen(kw_only=True)
@@ -52,8 +49,8 @@ class StoredInstance:
             "owner_id": self.owner_id,
             "enabled": self.enabled,
             "config": config,
-            "created_at": _iso(self.created_at),
-            "updated_at": _iso(self.updated_at),
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
             "secret_fields": list(self.secret_fields),
             "actions": {name: dict(value) for name, value in self.actions.items()},
             "revision": self.revision,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, final
 import attrs
 
 from expediter.core.instances.store import RecordRow
+from expediter.core.ledger.columns import stored_key
 from expediter.core.records.text import clean_text
 from expediter.errors import ArgumentError
 
@@ -170,8 +171,8 @@ class ToolStorage:
         self.store = store
         self.instance_id = instance_id
         self.user_id = user_id
-        #: The invoker as stored ('' for calls made without a user).
-        self.user_key = user_id or ""
+        #: The invoker as stored ('' for calls made without a user; the ledger's form).
+        self.user_key = "" if user_id is None else stored_key(user_id)
         self.tool = tool
         self._anchor = anchor
         self._anchored = False

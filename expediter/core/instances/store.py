@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,7 +19,8 @@ from typing import Any, TypeVar, final
 
 import attrs
 
-from expediter.core.ledger.database import Database, is_instantly_busy, is_outage
+from expediter.core.ledger.columns import column_text
+from expediter.core.ledger.database import Database, attempt, is_outage
 from expediter.core.records.convert import json_form, unstructure
 from expediter.errors import LedgerError
 
@@ -47,7 +49,34 @@ def _json(text: Any, default: Any) -> Any:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # ASCII JSON: lone surrogates and NUL are escapes, which every column takes.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
+    """Parameters both databases take: text without NUL, lone surrogates as U+FFFD (an id a
+    model or an application made up is looked up, never refused by the driver)."""
+    return tuple(
+        column_text(value, sys.maxsize)
+        if type(value) is str and not (value.isascii() and "\x00" not in value)
+        else value
+        for value in params
+    )
+
+
+def _changeable(row: InstanceRow) -> tuple[Any, ...]:
+    """The columns ``replace`` writes, in its order (``insert`` writes them too)."""
+    return (
+        row.name,
+        _dumps(dict(row.config)),
+        row.credentials,
+        _dumps(list(row.secret_fields)),
+        row.key_id,
+        _dumps(dict(row.actions)),
+        row.enabled,
+        row.kind,
+        row.updated_at,
+    )
 
 
 @attrs.frozen
@@ -168,44 +197,41 @@ class InstanceStore:
             self._sql[sql] = found
         return found
 
+    def _connect(self) -> Any:
+        if self._connection is None:
+            self._prepare()
+            self._connection = self.database.connect()
+        return self._connection
+
     def _run(self, work: Callable[[Any], T]) -> T:
         with self._lock:
-            pause = 0.005
-            reconnected = False
-            while True:
-                started = time.monotonic()
-                try:
-                    if self._connection is None:
-                        self._prepare()
-                        self._connection = self.database.connect()
-                    return work(self._connection)
-                except LedgerError:
+            try:
+                return attempt(work, self._connect, self._close, held=self._connection is not None)
+            except LedgerError:
+                raise
+            except Exception as exc:
+                if not is_outage(exc):
                     raise
-                except Exception as exc:
-                    if is_instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
-                        time.sleep(pause)
-                        pause *= 2
-                        continue
-                    if not is_outage(exc):
-                        raise
-                    self._close()
-                    if reconnected:
-                        raise LedgerError(
-                            f"the database at {self.database.display} is unreachable: "
-                            f"{self.database.scrub(str(exc))}"
-                        ) from None
-                    reconnected = True
+                self._close()
+                raise LedgerError(
+                    f"the database at {self.database.display} is unreachable: "
+                    f"{self.database.scrub(str(exc))}"
+                ) from None
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        values = _storable(params)
+
         def work(connection: Any) -> int:
-            cursor = connection.execute(self._text(sql), tuple(params))
+            cursor = connection.execute(self._text(sql), values)
             return int(cursor.rowcount or 0)
 
         return self._run(work)
 
     def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        values = _storable(params)
+
         def work(connection: Any) -> list[tuple[Any, ...]]:
-            return list(connection.execute(self._text(sql), tuple(params)).fetchall())
+            return list(connection.execute(self._text(sql), values).fetchall())
 
         return self._run(work)
 
@@ -228,24 +254,10 @@ class InstanceStore:
         """Add an instance; False when its id exists already."""
         return (
             self._execute(
-                f"INSERT INTO tool_instances ({_INSTANCE_COLUMNS}) "
+                "INSERT INTO tool_instances (name, config, credentials, secret_fields, key_id, "
+                "actions, enabled, kind, updated_at, id, owner_id, tool, revision, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (
-                    row.id,
-                    row.owner_id,
-                    row.tool,
-                    row.name,
-                    row.kind,
-                    _dumps(dict(row.config)),
-                    row.credentials,
-                    _dumps(list(row.secret_fields)),
-                    row.key_id,
-                    _dumps(dict(row.actions)),
-                    row.enabled,
-                    row.revision,
-                    row.created_at,
-                    row.updated_at,
-                ),
+                (*_changeable(row), row.id, row.owner_id, row.tool, row.revision, row.created_at),
             )
             == 1
         )
@@ -257,20 +269,8 @@ class InstanceStore:
             self._execute(
                 "UPDATE tool_instances SET name = ?, config = ?, credentials = ?, "
                 "secret_fields = ?, key_id = ?, actions = ?, enabled = ?, kind = ?, "
-                "revision = revision + 1, updated_at = ? WHERE id = ? AND revision = ?",
-                (
-                    row.name,
-                    _dumps(dict(row.config)),
-                    row.credentials,
-                    _dumps(list(row.secret_fields)),
-                    row.key_id,
-                    _dumps(dict(row.actions)),
-                    row.enabled,
-                    row.kind,
-                    row.updated_at,
-                    row.id,
-                    revision,
-                ),
+                "updated_at = ?, revision = revision + 1 WHERE id = ? AND revision = ?",
+                (*_changeable(row), row.id, revision),
             )
             == 1
         )

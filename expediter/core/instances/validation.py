@@ -104,7 +104,7 @@ def _by_name(fields: Sequence[FieldSpec]) -> dict[str, ConfigField]:
     """The fields by name, in declared order (a repeated name keeps its first declaration)."""
     declared: dict[str, ConfigField] = {}
     for item in fields:
-        field = item if isinstance(item, ConfigField) else ConfigField.from_dict(item)
+        field = ConfigField.coerce(item)
         declared.setdefault(field.name, field)
     return declared
 

@@ -10,8 +10,10 @@ import ipaddress
 import os
 import re
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qs
 
 import attrs
@@ -22,12 +24,14 @@ from expediter.errors import LedgerError
 
 __all__ = [
     "Database",
+    "attempt",
     "default_url",
     "is_instantly_busy",
     "is_outage",
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
+T = TypeVar("T")
 
 _SYNCHRONOUS = {"off", "normal", "full", "extra"}
 #: A '%' not followed by two hex digits: libpq refuses it, quoting the token.
@@ -215,3 +219,32 @@ def is_instantly_busy(exc: BaseException, waited: float) -> bool:
         return False
     message = str(exc).lower()
     return "locked" in message or "busy" in message
+
+
+def attempt(
+    work: Callable[[Any], T],
+    connect: Callable[[], Any],
+    disconnect: Callable[[], None],
+    *,
+    held: bool,
+) -> T:
+    """Run ``work`` on the connection ``connect`` gives; when a ``held`` connection turns out
+    dead (the server restarted), ``disconnect`` and run it once more on a new one. SQLite's
+    instant "database is locked" answers (contention between processes, not an outage) are
+    retried briefly. Any other error (and an outage on a new connection) is raised as it is."""
+    pause = 0.005
+    while True:
+        started = time.monotonic()
+        try:
+            return work(connect())
+        except LedgerError:
+            raise
+        except Exception as exc:
+            if is_instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
+                time.sleep(pause)
+                pause *= 2
+                continue
+            if not (held and is_outage(exc)):
+                raise
+            disconnect()
+            held = False

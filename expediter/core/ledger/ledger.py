@@ -39,7 +39,7 @@ from expediter.core.ledger.columns import (
     parse_duration,
     stored_key,
 )
-from expediter.core.ledger.database import Database, default_url, is_instantly_busy, is_outage
+from expediter.core.ledger.database import Database, attempt, default_url, is_outage
 from expediter.core.ledger.leases import LeaseKeeper
 from expediter.core.ledger.reading import CLIENT_SIDE, LedgerReads
 from expediter.core.ledger.records import DeadLetter
@@ -151,26 +151,9 @@ class Ledger(LedgerReads):
         return self._repository
 
     def _attempt(self, work: Callable[[Repository], T]) -> T:
-        """Run ``work`` on the connection; when a held connection turns out dead (the server
-        restarted), reconnect once and run it again. SQLite's instant "database is locked"
-        answers (contention between processes, not an outage) are retried briefly."""
-        held = self._repository is not None
-        pause = 0.005
-        while True:
-            started = time.monotonic()
-            try:
-                return work(self._connect())
-            except LedgerError:
-                raise
-            except Exception as exc:
-                if is_instantly_busy(exc, time.monotonic() - started) and pause < 1.0:
-                    time.sleep(pause)
-                    pause *= 2
-                    continue
-                if not (held and is_outage(exc)):
-                    raise
-                self._disconnect()
-                held = False
+        """Run ``work`` on the connection (see ``database.attempt``: a dead held connection is
+        replaced once, SQLite's instant "locked" answers are retried)."""
+        return attempt(work, self._connect, self._disconnect, held=self._repository is not None)
 
     def _read(self, work: Callable[[Repository], T]) -> T:
         """Run a read (or a sweep): an unreachable database is a LedgerError."""

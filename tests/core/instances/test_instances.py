@@ -442,3 +442,21 @@ def test_a_turn_during_a_database_outage_offers_the_default_tools(tmp_path: Path
         assert any("could not be read" in error for error in toolset.errors)
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("user", ["a\x00b", "x\ud800y", "u" * 5000])
+def test_hostile_user_and_instance_ids_are_stored_and_looked_up_never_refused_by_the_driver(
+    make_host: Callable[..., Host], user: str
+) -> None:
+    host = make_host(builtins=True)
+    added = host.instances.add("weather", "n\x00ame\ud800", {"api_key": SECRET_A}, user_id=user)
+    assert added.id in _offered_ids(host, user)
+    assert host.call(added.id, "forecast", {"city": "x"}, user_id=user).status == "completed"
+    note = host.call("notes", "add", {"text": "hostile"}, user_id=user)
+    assert note.status == "completed", note.error
+    assert host.call("notes", "list", {}, user_id=user).result["count"] == 1
+    host.instances.disable("clock", user_id=user)
+    assert "now" not in _names(host, user)
+    with pytest.raises(InstanceNotFound):
+        host.instances.get("\x00\ud800" + "i" * 5000)
+    assert host.call("\x00\ud800", "a", {}, user_id=user).error_type == "ToolNotFound"
