@@ -267,23 +267,26 @@ class Executor:
         if offered is None:
             if turn.by_name:
                 return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
-        elif (
-            offered.default
-            and call.instance_id == offered.tool
-            and offered.action.name == call.action
-        ):
-            # A call built by hand naming a default tool by its tool name (as before default
-            # tools had instance ids): the default instance it means.
-            call = step.call = attrs.evolve(call, instance_id=offered.instance_id)
         elif offered.instance_id != call.instance_id or offered.action.name != call.action:
-            # The executor decides on the action it runs: a call whose tool or action is not
-            # the one offered under its name would run one action under another's decision.
-            return self._refuse(
-                step,
-                f"the call names {echo(call.name)}, which is {offered.tool}.{offered.action.name},"
-                f" but asks for {echo(call.tool)}.{echo(call.action)}: refused",
-                "InvalidCall",
-            )
+            if (
+                offered.default
+                and call.instance_id == offered.tool
+                and offered.action.name == call.action
+            ):
+                # A call built by hand naming a default tool by its tool name (as before
+                # default tools had instance ids): the default instance it means.
+                call = step.call = attrs.evolve(call, instance_id=offered.instance_id)
+            else:
+                # The executor decides on the action it runs: a call whose tool or action is
+                # not the one offered under its name would run one action under another's
+                # decision.
+                return self._refuse(
+                    step,
+                    f"the call names {echo(call.name)}, which is "
+                    f"{offered.tool}.{offered.action.name}, but asks for "
+                    f"{echo(call.tool)}.{echo(call.action)}: refused",
+                    "InvalidCall",
+                )
         if offered is not None and offered.client:
             if turn.headless:
                 return self._deny(
