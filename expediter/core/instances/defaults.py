@@ -51,7 +51,10 @@ def default_tools(
         return [info for info in catalogue if not required_fields(info.config)], []
     found: list[ToolInfo] = []
     problems: list[str] = []
-    for name in dict.fromkeys(listed):
+    # In catalogue order (then the names it lacks, sorted): the same offer in every process,
+    # whatever order a set of names iterates in.
+    order = {info.name: index for index, info in enumerate(catalogue)}
+    for name in sorted(set(listed), key=lambda name: (order.get(name, len(order)), name)):
         try:
             info = tool_info(name)
         except LookupError as exc:

@@ -460,3 +460,15 @@ def test_hostile_user_and_instance_ids_are_stored_and_looked_up_never_refused_by
     with pytest.raises(InstanceNotFound):
         host.instances.get("\x00\ud800" + "i" * 5000)
     assert host.call("\x00\ud800", "a", {}, user_id=user).error_type == "ToolNotFound"
+
+
+def test_listed_default_tools_come_in_catalogue_order_whatever_order_they_are_named_in(
+    make_host: Callable[..., Host],
+) -> None:
+    from expediter.core.instances.defaults import default_tools
+
+    host = make_host(builtins=True)
+    found, problems = default_tools(host.catalogue(), ["think", "nope", "clock"], host.tool_info)
+    assert [info.name for info in found] == ["clock", "think"]
+    assert len(problems) == 1
+    assert "nope" in problems[0]
