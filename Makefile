@@ -10,6 +10,9 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
+# The contrib packs' tox envs: each installs its pack from its directory next to the core, as a
+# third party's pack would be installed, and runs the pack's own tests.
+CONTRIB_ENVS := http
 
 .PHONY: demo test lint type bench install install-dev clean
 
@@ -43,6 +46,7 @@ type: install-dev
 
 test: lint type
 	$(BIN)/pytest
+	$(BIN)/tox run -q -e $(CONTRIB_ENVS)
 
 bench: install-dev
 	$(PIP) install --quiet -e '.[dev,bench]'

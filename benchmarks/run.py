@@ -22,6 +22,7 @@ BENCHMARKS = {
     "turn": "bench_turn.py",
     "instances": "bench_instances.py",
     "credentials": "bench_credentials.py",
+    "http": "bench_http.py",
 }
 
 

@@ -86,7 +86,21 @@ class LedgerError(ExpediterError):
 
 
 class EgressBlocked(ExpediterError):
-    """An outbound request was refused by the egress guard."""
+    """An outbound request was refused by the egress guard (``expediter.core.netguard``).
+
+    Its text is the generic message the model sees; ``reason`` says why (the address, the range
+    or the rule), for the ledger and the logs only.
+    """
+
+    #: What the model is told, whatever the reason.
+    MESSAGE = "blocked by egress policy"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(self.MESSAGE)
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[EgressBlocked], tuple[str]]:
+        return type(self), (self.reason,)
 
 
 class ConfigError(ArgumentError):

@@ -170,7 +170,7 @@ def add(
 
     config = _config(config_json, secrets)
     try:
-        record = state.host().instances.add(tool, name, config, user_id=user_id)
+        record = state.host().instances.add(tool, name, config, user_id=user_id, operator=True)
     except ToolNotFound as exc:
         raise _tool_not_found(exc) from exc
     if as_json:
@@ -243,7 +243,9 @@ def change(
             "nothing to change: give --name, --config, --secret, --enable or --disable"
         )
     config = _config(config_json, secrets)
-    record = state.host().instances.update(instance_id, name=name, config=config, enabled=enabled)
+    record = state.host().instances.update(
+        instance_id, name=name, config=config, enabled=enabled, operator=True
+    )
     if as_json:
         echo_json(record.to_dict())
     else:

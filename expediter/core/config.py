@@ -22,6 +22,7 @@ from expediter.core.environment import (
     split_names,
     split_paths,
 )
+from expediter.core.netguard.addresses import parse_networks
 from expediter.core.records.redaction import mask_url
 
 __all__ = [
@@ -107,6 +108,18 @@ def _tool_names(text: str | None) -> frozenset[str] | None:
     return frozenset(name for name in text.replace(",", " ").split() if name)
 
 
+def _networks(text: str | None) -> tuple[str, ...]:
+    """``EXPEDITER_EGRESS_ALLOW``: CIDR ranges separated by commas or spaces, checked now (a
+    typo stops the host here, not at the first request)."""
+    if not text:
+        return ()
+    try:
+        networks = parse_networks(item for item in text.replace(",", " ").split() if item)
+    except ValueError as exc:
+        raise ValueError(f"EXPEDITER_EGRESS_ALLOW: {exc}") from None
+    return tuple(str(network) for network in networks)
+
+
 def _masked_url(url: str | None) -> str:
     return repr(url if url is None else mask_url(url))
 
@@ -149,6 +162,9 @@ class HostConfig:
     #: ``EXPEDITER_DEFAULT_TOOLS``: the tools every user gets without configuration (None:
     #: every installed tool with no required configuration field).
     default_tools: frozenset[str] | None = None
+    #: ``EXPEDITER_EGRESS_ALLOW``: network ranges every outbound client of every pack may reach
+    #: on top of public addresses (on-premise APIs); set only by the operator.
+    egress_allow: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     @classmethod
     def from_env(
@@ -178,6 +194,7 @@ class HostConfig:
             "secret_keys": env.get("EXPEDITER_SECRET_KEYS") or None,
             "secret_keys_file": env.get("EXPEDITER_SECRET_KEYS_FILE") or None,
             "default_tools": _tool_names(env.get("EXPEDITER_DEFAULT_TOOLS")),
+            "egress_allow": _networks(env.get("EXPEDITER_EGRESS_ALLOW")),
         }
         unknown = set(overrides) - {field.name for field in attrs.fields(cls)}
         if unknown:

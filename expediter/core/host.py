@@ -226,6 +226,7 @@ class Host:
                         call_timeout=self.call_timeout,
                         model_result_chars=self.model_result_chars,
                         storage=self._storage_for if self.record_calls else None,
+                        egress_allow=self.config.egress_allow,
                     )
         return self._executor
 

@@ -101,6 +101,9 @@ class ConfigField:
     enum: tuple[Any, ...] | None = attrs.field(default=None, converter=_optional_tuple)
     #: Only relevant when the named fields have these values, e.g. ``{"auth": "bearer"}``.
     depends_on: Mapping[str, Any] | None = None
+    #: Only the operator may set it (the command line, or the instance API with
+    #: ``operator=True``): e.g. the private networks an instance may reach.
+    operator_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form of this field."""
@@ -144,6 +147,10 @@ class CallContext:
     secret_resolver: SecretResolver | None = attrs.field(default=None, eq=False, repr=False)
     #: The instance's secret configuration fields, decrypted with the owner's key.
     secrets: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    #: Network ranges the operator lets every outbound client reach on top of public
+    #: addresses (``EXPEDITER_EGRESS_ALLOW``); a tool adds its instance's own
+    #: ``allow_networks`` (see ``expediter.core.netguard.EgressPolicy``).
+    egress_allow: tuple[str, ...] = ()
 
     def get_secret(self, name: str) -> str | None:
         """Return the named secret for this tool instance, or None when no provider has it."""

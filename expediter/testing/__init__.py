@@ -2,8 +2,9 @@
 
 Fixtures: ``expediter_home`` (an isolated data directory and a clean ``EXPEDITER_*``
 environment), ``make_host`` (a host offering just the objects you pass) and ``call_tool``
-(call one tool through a real host). ``from expediter.testing import ToolContract`` gives the
-contract test class every pack should pass.
+(call one tool through a real host), ``loopback_only`` (a network that refuses anything but
+loopback, for packs that make outbound requests; ``expediter.testing.network``). ``from
+expediter.testing import ToolContract`` gives the contract test class every pack should pass.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ if TYPE_CHECKING:
     from expediter.core.records.calls import CallEvent
     from expediter.testing.contract import ToolContract
 
-__all__ = ["ENVIRONMENT", "ToolContract", "call_tool", "expediter_home", "make_host"]
+__all__ = [
+    "ENVIRONMENT",
+    "ToolContract",
+    "call_tool",
+    "expediter_home",
+    "loopback_only",
+    "make_host",
+]
 
 #: Variables that change what a host loads; the fixtures clear them.
 ENVIRONMENT = (
@@ -33,6 +41,7 @@ ENVIRONMENT = (
     "EXPEDITER_LEASE_SECONDS",
     "EXPEDITER_APPROVAL_SECONDS",
     "EXPEDITER_CALL_TIMEOUT",
+    "EXPEDITER_EGRESS_ALLOW",
 )
 
 
@@ -42,6 +51,17 @@ def __getattr__(name: str) -> Any:
 
         return ToolContract
     raise AttributeError(f"module 'expediter.testing' has no attribute {name!r}")
+
+
+@pytest.fixture
+def loopback_only() -> Iterator[Any]:
+    """Refuse every non-loopback connection and real DNS lookup during the test, and fail it
+    at teardown when anything tried (``expediter.testing.network.loopback_only``)."""
+    from expediter.testing.network import loopback_only as net
+
+    with net() as guard:
+        yield guard
+    assert not guard.refused, f"the test tried to leave the machine: {guard.refused}"
 
 
 @pytest.fixture

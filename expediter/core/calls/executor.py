@@ -81,6 +81,7 @@ class Executor:
         call_timeout: float | None,
         model_result_chars: int,
         storage: Callable[[Step], Any] | None = None,
+        egress_allow: tuple[str, ...] = (),
     ) -> None:
         self.loaded_tools = loaded_tools
         self.hooks = hooks
@@ -97,6 +98,8 @@ class Executor:
         #: Makes a call's ``CallContext.storage`` (None: the host keeps no data).
         self.storage = storage
         self.recorder = Recorder(ledger, self.withheld)
+        #: The operator's extra egress ranges, passed to every tool (``CallContext``).
+        self.egress_allow = egress_allow
 
     # Which host hooks are implemented, asked once (the host's plugins are fixed once it is
     # built): plain attributes after the first call, read several times per call (the turn
@@ -356,6 +359,7 @@ class Executor:
                 storage=None if self.storage is None else self.storage(step),
                 secret_resolver=self.hooks.secret,
                 secrets=loaded.secrets,
+                egress_allow=self.egress_allow,
             )
         return context
 
@@ -564,11 +568,12 @@ class Executor:
             and (type(value) is not int or SMALLEST_INT < value < LARGEST_INT)
         ):
             # Nothing to normalize or clean: skips building an Outcome (the turn budget).
-            ok, result = True, value
+            ok, result, detail = True, value, None
             event = self.event(step, "completed", result=value)
         else:
             outcome = self._outcome(step, value, exc)
             ok, result, error = outcome.ok, outcome.value, outcome.error
+            detail = outcome.detail
             if secrets:
                 # A tool that echoes its own credentials never shows them to anyone.
                 result, error = hide_values(result, secrets), hide_values(error, secrets)
@@ -581,7 +586,12 @@ class Executor:
                 note=outcome.note,
             )
         if step.attempt is not None:
-            self.recorder.finish(step, ok, result, event.error, event.duration_ms)
+            recorded = (
+                event.error
+                if detail is None
+                else clean_text(hide_values(detail, secrets or frozenset()))
+            )
+            self.recorder.finish(step, ok, result, recorded, event.duration_ms)
         if step.unsettled:
             self.deadlines.settle(step)
         return event

@@ -144,5 +144,11 @@ class Recorder:
             return
         attempt.status = "failed"
         took = None if step.started is None else (time.perf_counter() - step.started) * 1000
-        self.finish(step, outcome.ok, outcome.value, outcome.error, took and round(took, 3))
+        self.finish(
+            step,
+            outcome.ok,
+            outcome.value,
+            outcome.detail or outcome.error,
+            took and round(took, 3),
+        )
         logger.warning("call %s finished after it was reported failed", echo(step.key))

@@ -15,7 +15,7 @@ from expediter.core.authoring.conversion import NotJSON, to_json_value
 # importable from here, where the executor has always found them.
 from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
 from expediter.core.records.text import clean_text, json_text, model_copy, sanitize
-from expediter.errors import ActionNotFound, ArgumentError, LedgerError, ToolNotFound
+from expediter.errors import ActionNotFound, ArgumentError, EgressBlocked, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
 
 __all__ = [
@@ -48,6 +48,9 @@ class Outcome:
     crashed: bool = False
     #: What the host changed in the result to send it (e.g. non-finite numbers as null).
     note: str | None = None
+    #: What the ledger and the logs get instead of ``error`` when the model must see less
+    #: (an egress refusal's reason).
+    detail: str | None = None
 
 
 class _Notes(list[str]):
@@ -155,6 +158,14 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     """Normalize an exception: expected errors keep their message, others name their type."""
     if isinstance(exc, ArgumentError):
         return Outcome(False, error=clean_text(exc.message), error_type="ArgumentError")
+    if isinstance(exc, EgressBlocked):
+        # The model learns only that the policy refused; the ledger row and logs say why.
+        return Outcome(
+            False,
+            error=EgressBlocked.MESSAGE,
+            error_type="EgressBlocked",
+            detail=clean_text(f"{EgressBlocked.MESSAGE}: {exception_reason(exc)}"),
+        )
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
         return Outcome(False, error=clean_text(str(exc)), error_type=type(exc).__name__)
     if isinstance(exc, ToolError):
@@ -175,6 +186,12 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     message = exception_text(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return Outcome(False, error=clean_text(text), error_type=type(exc).__name__, crashed=True)
+
+
+def exception_reason(exc: EgressBlocked) -> str:
+    """An egress refusal's reason as text (a subclass may carry anything)."""
+    reason = getattr(exc, "reason", None)
+    return reason if isinstance(reason, str) else "(no reason given)"
 
 
 def _exit_code(exc: SystemExit) -> str:

@@ -61,7 +61,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Bump when the catalogue's JSON form or the way it is built changes.
-FORMAT = 4
+FORMAT = 5
 
 #: ``(pack name, pack id, ((command, one-line help), ...))`` for each pack adding commands.
 PackCommands = tuple[str, str, tuple[tuple[str, str], ...]]

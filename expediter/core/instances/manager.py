@@ -15,7 +15,7 @@ import attrs
 from expediter.core.instances.defaults import default_instance_id, default_tools
 from expediter.core.instances.records import StoredInstance
 from expediter.core.instances.store import InstanceRow
-from expediter.core.instances.validation import validate_config
+from expediter.core.instances.validation import check_operator_fields, validate_config
 from expediter.core.ledger.columns import stored_key
 from expediter.core.records.text import clean_text, echo
 from expediter.core.turns.toolset import ToolInstance
@@ -239,13 +239,17 @@ class Instances:
         user_id: str | None = None,
         enabled: bool = True,
         actions: Mapping[str, Mapping[str, Any]] | None = None,
+        operator: bool = False,
     ) -> StoredInstance:
         """Store a new instance of ``tool`` owned by ``user_id`` (None: shared by the operator
         with every user); its configuration is checked against the tool's fields, its secret
-        fields sealed with the owner's key."""
+        fields sealed with the owner's key. Fields only an operator may set
+        (``ConfigField.operator_only``, e.g. ``allow_networks``) need ``operator=True``."""
         info = self._tool_info(tool)
         user_id = _user(user_id)
         display = _name(name, tool)
+        if not operator:
+            check_operator_fields(tool, info.config, dict(config or {}))
         valid = validate_config(tool, info.config, dict(config or {}))
         overrides = _check_overrides(info, actions)
         store = self._store()
@@ -293,9 +297,11 @@ class Instances:
         enabled: bool | None = None,
         actions: Mapping[str, Mapping[str, Any]] | None = None,
         user_id: Any = ANY_USER,
+        operator: bool = False,
     ) -> StoredInstance:
         """Change an instance: ``config`` keys replace the stored ones (None removes one);
-        secret fields left out keep their stored values."""
+        secret fields left out keep their stored values. Changing a field only an operator may
+        set needs ``operator=True``."""
         store = self._store()
         user_id = _user(user_id)
         for _ in range(5):
@@ -305,6 +311,8 @@ class Instances:
             if display != row.name:
                 self._check_unique(store, row.owner_id, display, row.id)
             if config is not None:
+                if not operator:
+                    check_operator_fields(row.tool, info.config, config, row.config)
                 merged: dict[str, Any] = {**row.config, **self._open(row)}
                 for key, value in config.items():
                     if value is None:

@@ -18,7 +18,14 @@ from expediter.core.records.text import clean_text, echo
 from expediter.errors import ConfigError
 from expediter.hookspecs.tool import ConfigField
 
-__all__ = ["FieldSpec", "ValidConfig", "relevant", "secret_field_names", "validate_config"]
+__all__ = [
+    "FieldSpec",
+    "ValidConfig",
+    "check_operator_fields",
+    "relevant",
+    "secret_field_names",
+    "validate_config",
+]
 
 #: A field as ``config_requirements`` may return it: the record, or its JSON form.
 FieldSpec = ConfigField | Mapping[str, Any]
@@ -88,6 +95,29 @@ def validate_config(
             _check_present(owner, field, config, declared, stored_secrets)
         (secrets if field.secret else plain)[field.name] = value
     return ValidConfig(plain=plain, secrets=secrets)
+
+
+def check_operator_fields(
+    tool: str,
+    fields: Sequence[FieldSpec],
+    config: Mapping[str, Any],
+    stored: Mapping[str, Any] | None = None,
+) -> None:
+    """ConfigError when ``config`` sets or changes a field only the operator may set
+    (``ConfigField.operator_only``); ``stored`` is the configuration an update starts from."""
+    for name, field in _by_name(fields).items():
+        if not field.operator_only or name not in config:
+            continue
+        value = config[name]
+        if stored is not None and _same(value, stored.get(name)):
+            continue
+        if stored is None and value is None:
+            continue
+        raise ConfigError(
+            f"tool {echo(tool, _NAME_LIMIT)}: configuration field {name!r} may be set only by "
+            "the operator (the expediter command line, or the instance API with operator=True)",
+            parameter=name,
+        )
 
 
 def relevant(field: ConfigField, config: Mapping[str, Any], fields: Sequence[FieldSpec]) -> bool:

@@ -1,0 +1,242 @@
+"""Send one prepared request through a guarded client: redirects (off unless configured, each hop
+re-checked, https->http refused, secret headers stripped on an origin change), a total time cap
+and a body size cap enforced while streaming, and the result envelope.
+
+The envelope is ``{"status_code", "headers", "body"}``: ``headers`` keeps only an allowlist,
+``body`` is JSON when the response says JSON, text for text and XML, else base64 (then
+``"body_encoding": "base64"``). Status >= 400, timeouts and connection errors are error results
+carrying the envelope when there is one; a refusal by the egress guard raises ``EgressBlocked``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+import expediter
+from expediter.core.netguard import EgressBlocked, EgressPolicy, same_origin
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ENVELOPE_HEADERS", "Limits", "send"]
+
+#: Response headers the envelope keeps (lower case); ``set-cookie`` never.
+ENVELOPE_HEADERS = frozenset(
+    {
+        "content-type",
+        "content-length",
+        "content-language",
+        "location",
+        "retry-after",
+        "etag",
+        "last-modified",
+        "link",
+        "www-authenticate",
+        "x-request-id",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+    }
+)
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Headers that always count as secret when a redirect leaves the origin.
+_ALWAYS_SECRET = frozenset({"authorization", "proxy-authorization", "cookie"})
+_BODY_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding"})
+_TEXT_TYPES = (
+    "text/",
+    "application/xml",
+    "application/json",
+    "application/javascript",
+    "application/x-www-form-urlencoded",
+    "application/yaml",
+)
+
+
+@attrs.frozen
+class Limits:
+    """What one call may take."""
+
+    #: Seconds for the whole call, redirects and body included.
+    timeout: float = 30.0
+    #: Bytes of (decoded) response body kept; more is an error.
+    max_response_bytes: int = 1_000_000
+    follow_redirects: bool = False
+    max_redirects: int = 5
+
+
+def _envelope(response: httpx.Response, body: Any, binary: bool) -> dict[str, Any]:
+    envelope: dict[str, Any] = {
+        "status_code": response.status_code,
+        "headers": {
+            name: value
+            for name, value in ((k.lower(), v) for k, v in response.headers.items())
+            if name in ENVELOPE_HEADERS
+        },
+        "body": body,
+    }
+    if binary:
+        envelope["body_encoding"] = "base64"
+    return envelope
+
+
+def _body(response: httpx.Response, data: bytes) -> tuple[Any, bool]:
+    """The body in the envelope's form, and whether it is base64."""
+    if not data:
+        return None, False
+    kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        try:
+            return json.loads(data), False
+        except (ValueError, RecursionError):
+            pass
+    if kind.startswith(_TEXT_TYPES) or kind.endswith(("+xml", "+json")):
+        encoding = response.charset_encoding or "utf-8"
+        try:
+            return data.decode(encoding, errors="replace"), False
+        except LookupError:
+            return data.decode("utf-8", errors="replace"), False
+    if not kind:
+        try:
+            return data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            pass
+    return base64.b64encode(data).decode("ascii"), True
+
+
+def _strip(headers: list[tuple[str, str]], secret: Iterable[str]) -> list[tuple[str, str]]:
+    names = {name.lower() for name in secret} | _ALWAYS_SECRET
+    return [(name, value) for name, value in headers if name.lower() not in names]
+
+
+def _read(response: httpx.Response, limits: Limits, deadline: float) -> bytes | None:
+    """The decoded body, or None when it is larger than the cap; TimeoutError past the
+    deadline."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limits.max_response_bytes:
+            return None
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise TimeoutError
+    return b"".join(chunks)
+
+
+def send(
+    client: httpx.Client,
+    policy: EgressPolicy,
+    *,
+    method: str,
+    url: str,
+    headers: list[tuple[str, str]],
+    content: bytes | None,
+    secret_headers: Iterable[str],
+    limits: Limits,
+    deadline: float | None = None,
+) -> Any:
+    """Send the request and return the envelope (or an error ``ToolResult`` carrying it)."""
+    import httpx
+
+    started = time.monotonic()
+    budget = limits.timeout
+    if deadline is not None:
+        budget = min(budget, max(0.0, deadline - time.time()))
+    ends = started + budget
+    policy.check_url(url)
+    for hop in range(limits.max_redirects + 1):
+        left = ends - time.monotonic()
+        if left <= 0:
+            return _timed_out(limits, budget)
+        request = client.build_request(
+            method, url, headers=headers, content=content, timeout=httpx.Timeout(left)
+        )
+        try:
+            response = client.send(request, stream=True)
+        except httpx.TimeoutException:
+            return _timed_out(limits, budget)
+        except httpx.TransportError as exc:
+            return expediter.ToolResult(
+                status="error",
+                error=f"the request to {_origin(url)} failed: {type(exc).__name__}: {exc}",
+            )
+        try:
+            location = response.headers.get("location")
+            if limits.follow_redirects and response.status_code in _REDIRECTS and location:
+                target = urllib.parse.urljoin(url, location)
+                problem = policy.redirect_problem(url, target)
+                if problem is not None:
+                    raise EgressBlocked(f"redirect {hop + 1} to {target[:200]!r}: {problem}")
+                if not same_origin(url, target):
+                    headers = _strip(headers, secret_headers)
+                if response.status_code == 303 or (
+                    response.status_code in (301, 302) and method == "POST"
+                ):
+                    method, content = "GET", None
+                    headers = [(n, v) for n, v in headers if n.lower() not in _BODY_HEADERS]
+                url = target
+                continue
+            try:
+                data = _read(response, limits, ends)
+            except httpx.TimeoutException:
+                return _timed_out(limits, budget)
+            except TimeoutError:
+                return _timed_out(limits, budget)
+            except httpx.TransportError as exc:
+                return expediter.ToolResult(
+                    status="error",
+                    error=f"reading the response of {_origin(url)} failed: {exc}",
+                )
+            if data is None:
+                envelope = _envelope(response, None, False)
+                envelope["truncated"] = True
+                return expediter.ToolResult(
+                    value=envelope,
+                    status="error",
+                    error=f"the response is larger than max_response_bytes "
+                    f"({limits.max_response_bytes} bytes)",
+                )
+            body, binary = _body(response, data)
+            envelope = _envelope(response, body, binary)
+            if response.status_code >= 400:
+                return expediter.ToolResult(
+                    value=envelope,
+                    status="error",
+                    error=f"HTTP {response.status_code} {response.reason_phrase}".strip(),
+                )
+            return envelope
+        finally:
+            response.close()
+    return expediter.ToolResult(
+        status="error", error=f"more than {limits.max_redirects} redirects; stopped"
+    )
+
+
+def _timed_out(limits: Limits, budget: float) -> expediter.ToolResult:
+    return expediter.ToolResult(
+        status="error", error=f"the request did not finish within {budget:g} s"
+    )
+
+
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def header_pairs(*sources: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Configured headers as pairs (later sources replace earlier ones, case-insensitively)."""
+    merged: dict[str, tuple[str, str]] = {}
+    for source in sources:
+        for name, value in (source or {}).items():
+            merged[str(name).lower()] = (str(name), str(value))
+    return list(merged.values())

@@ -1,0 +1,261 @@
+"""Tool ``http``: each instance is one HTTP API (a base URL, headers, credentials and actions).
+
+Every request dials through expediter's egress guard (``expediter.core.netguard``): public
+addresses only, unless the operator allows ranges (``EXPEDITER_EGRESS_ALLOW`` for the host, or
+the instance's ``allow_networks``, which only an operator may set). Each instance keeps one
+pooled, keep-alive client.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.cookiejar
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+import expediter
+from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
+from expediter.errors import ActionNotFound, ConfigError
+from expediter_http.actions import HttpAction, load_actions
+from expediter_http.request import PreparedRequest, build_request
+from expediter_http.sending import Limits, header_pairs, send
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpTool"]
+
+_FIELDS = (
+    expediter.ConfigField(
+        "base_url",
+        required=True,
+        description="The API's base URL (http or https); action paths are appended to it.",
+    ),
+    expediter.ConfigField("headers", type="object", description="Headers sent with every request."),
+    expediter.ConfigField(
+        "secret_headers",
+        type="object",
+        secret=True,
+        description="Headers with credentials, sent with every request and stored encrypted.",
+    ),
+    expediter.ConfigField(
+        "credentials",
+        type="object",
+        secret=True,
+        description="The secret of each security scheme, by scheme name (api key or token "
+        "text; 'user:password' for basic), stored encrypted.",
+    ),
+    expediter.ConfigField(
+        "security",
+        type="array",
+        description="The API's security schemes: {name, type: api_key|bearer|basic, in, "
+        "parameter}.",
+    ),
+    expediter.ConfigField(
+        "allow_networks",
+        type="array",
+        operator_only=True,
+        description="Private network ranges (CIDR) this instance may reach; operator only.",
+    ),
+    expediter.ConfigField(
+        "follow_redirects",
+        type="boolean",
+        default=False,
+        description="Follow redirects (each hop re-checked; https->http refused).",
+    ),
+    expediter.ConfigField("max_redirects", type="integer", default=5),
+    expediter.ConfigField(
+        "timeout", type="number", default=30.0, description="Seconds for a whole call."
+    ),
+    expediter.ConfigField(
+        "max_response_bytes",
+        type="integer",
+        default=1_000_000,
+        description="Largest response body kept; a larger one is an error.",
+    ),
+    expediter.ConfigField(
+        "ca_file",
+        operator_only=True,
+        description="A PEM file of extra certificate authorities to trust; operator only.",
+    ),
+    expediter.ConfigField(
+        "actions",
+        type="array",
+        required=True,
+        description="The operations: {name, method, path, parameters, body, fixed, ...}.",
+    ),
+)
+
+
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """Keep no cookie: an instance's client is shared by every user of the instance, so a
+    cookie one call's server set must never ride along with another call."""
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
+        return False
+
+
+def _number(config: Mapping[str, Any], name: str, default: float, low: float) -> float:
+    value = config.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= low:
+        raise ConfigError(f"http: configuration field {name!r} must be a number >= {low:g}")
+    return float(value)
+
+
+class HttpTool(expediter.Toolbox):
+    """Call an HTTP API: each action is one operation of it."""
+
+    name = "http"
+    config_fields = _FIELDS
+    #: The resolver names go through (tests inject one; None: the process's shared one).
+    resolver: ClassVar[Resolver | None] = None
+    #: The backend that dials checked addresses (tests inject a recording one; None: real).
+    network: ClassVar[Any] = None
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self._actions: dict[str, HttpAction] | None = None
+        self._clients: dict[tuple[str, ...], tuple[EgressPolicy, httpx.Client]] = {}
+        self._lock = threading.Lock()
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def actions(self) -> dict[str, HttpAction]:
+        """The instance's actions by name (read once; ConfigError when malformed)."""
+        if self._actions is None:
+            self._actions = load_actions(self.config.get("actions"))
+        return self._actions
+
+    @property
+    def limits(self) -> Limits:
+        config = self.config
+        return Limits(
+            timeout=_number(config, "timeout", 30.0, 0.001),
+            max_response_bytes=int(_number(config, "max_response_bytes", 1_000_000, 0)),
+            follow_redirects=bool(config.get("follow_redirects", False)),
+            max_redirects=int(_number(config, "max_redirects", 5, 0)),
+        )
+
+    def _client(self, context: expediter.CallContext) -> tuple[EgressPolicy, httpx.Client]:
+        """The instance's pooled client for the operator's ranges of this host."""
+        networks = tuple(context.egress_allow) + tuple(
+            str(item) for item in self.config.get("allow_networks") or ()
+        )
+        found = self._clients.get(networks)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._clients.get(networks)
+            if found is None:
+                from expediter.core.netguard import for_httpx
+
+                try:
+                    policy = EgressPolicy(
+                        allow_networks=networks, resolver=self.resolver or DEFAULT_RESOLVER
+                    )
+                except ValueError as exc:
+                    raise ConfigError(f"http: allow_networks: {exc}") from None
+                ca_file = self.config.get("ca_file")
+                verify: Any = True
+                if ca_file:
+                    verify = ssl.create_default_context(cafile=str(ca_file))
+                client = for_httpx.client(
+                    policy,
+                    verify=verify,
+                    inner=self.network,
+                    cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+                )
+                found = self._clients[networks] = (policy, client)
+        return found
+
+    def close(self) -> None:
+        """Close the instance's connections."""
+        with self._lock:
+            clients, self._clients = self._clients, {}
+        for _, client in clients.values():
+            client.close()
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def get_actions_metadata(self, context: expediter.CallContext) -> list[expediter.Action]:
+        return [action.to_action() for action in self.actions.values()]
+
+    def execute_action(
+        self, action: str, arguments: dict[str, Any], context: expediter.CallContext
+    ) -> Any:
+        spec = self.actions.get(action)
+        if spec is None:
+            raise ActionNotFound(f"tool 'http' has no action {action!r}")
+        base_url = self.config.get("base_url")
+        if not isinstance(base_url, str) or not base_url:
+            raise ConfigError("http: the instance has no base_url")
+        prepared = build_request(spec, arguments, base_url=base_url)
+        headers, url, secret = self._authorized(spec, prepared, context)
+        policy, client = self._client(context)
+        return send(
+            client,
+            policy,
+            method=prepared.method,
+            url=url,
+            headers=headers,
+            content=prepared.content,
+            secret_headers=secret,
+            limits=self.limits,
+            deadline=context.deadline,
+        )
+
+    def _authorized(
+        self, spec: HttpAction, prepared: PreparedRequest, context: expediter.CallContext
+    ) -> tuple[list[tuple[str, str]], str, set[str]]:
+        """The request's headers and URL with the configured headers and the credentials of
+        the action's security schemes; and the names of the headers that carry secrets."""
+        secret_headers = context.secret("secret_headers") or {}
+        secret = {str(name) for name in secret_headers}
+        pairs = header_pairs(self.config.get("headers"), secret_headers)
+        url = prepared.url
+        cookies = list(prepared.cookies)
+        credentials = context.secret("credentials") or {}
+        wanted = None if spec.security is None else set(spec.security)
+        for scheme in self.config.get("security") or ():
+            if not isinstance(scheme, Mapping):
+                continue
+            name = scheme.get("name")
+            value = credentials.get(name) if isinstance(credentials, Mapping) else None
+            if value is None or (wanted is not None and name not in wanted):
+                continue
+            kind = scheme.get("type")
+            where = scheme.get("in", "header")
+            parameter = str(scheme.get("parameter") or "")
+            if kind == "bearer":
+                pairs.append(("Authorization", f"Bearer {value}"))
+                secret.add("authorization")
+            elif kind == "basic":
+                if isinstance(value, Mapping):
+                    value = f"{value.get('username', '')}:{value.get('password', '')}"
+                token = base64.b64encode(str(value).encode()).decode("ascii")
+                pairs.append(("Authorization", f"Basic {token}"))
+                secret.add("authorization")
+            elif kind == "api_key" and parameter and where == "header":
+                pairs.append((parameter, str(value)))
+                secret.add(parameter.lower())
+            elif kind == "api_key" and parameter and where == "query":
+                joiner = "&" if urllib.parse.urlsplit(url).query else "?"
+                url += joiner + urllib.parse.urlencode({parameter: str(value)})
+            elif kind == "api_key" and parameter and where == "cookie":
+                cookies.append((parameter, urllib.parse.quote(str(value), safe="")))
+        # The configured headers win over header parameters of the same name.
+        taken = {name.lower() for name, _ in pairs}
+        request = attrs.evolve(prepared, cookies=cookies)
+        headers = pairs + [(n, v) for n, v in request.header_items() if n.lower() not in taken]
+        return headers, url, secret

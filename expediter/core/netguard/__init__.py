@@ -1,0 +1,46 @@
+"""The egress guard every outbound client of every pack uses (DESIGN.md section 8).
+
+``EgressPolicy`` decides which URLs a client may request and which addresses it may dial
+(http/https only; every resolved address checked against ``DENY_TABLE`` after unwrapping IPv4
+from IPv6, then ``is_global``; operator-allowed ranges override both for those ranges only).
+The resolver and the check know nothing of HTTP; ``expediter.core.netguard.for_httpx`` and
+``...for_httpx2`` hold the pinning network backends that dial the checked address while the
+Host header, TLS SNI and certificate checks keep the name. A refusal is ``EgressBlocked``: its
+text is the generic message the model sees, its ``reason`` is for the ledger and the logs.
+"""
+
+from __future__ import annotations
+
+from expediter.core.netguard.addresses import (
+    DENY_TABLE,
+    address_problem,
+    embedded_ipv4,
+    literal_address,
+    parse_networks,
+)
+from expediter.core.netguard.policy import (
+    DEFAULT_RESOLVER,
+    SCHEMES,
+    EgressPolicy,
+    Target,
+    same_origin,
+)
+from expediter.core.netguard.resolver import DEFAULT_TTL, Resolver, system_lookup
+from expediter.errors import EgressBlocked
+
+__all__ = [
+    "DEFAULT_RESOLVER",
+    "DEFAULT_TTL",
+    "DENY_TABLE",
+    "SCHEMES",
+    "EgressBlocked",
+    "EgressPolicy",
+    "Resolver",
+    "Target",
+    "address_problem",
+    "embedded_ipv4",
+    "literal_address",
+    "parse_networks",
+    "same_origin",
+    "system_lookup",
+]

@@ -1,0 +1,182 @@
+"""Pinning network backends: for each new connection, resolve the name once, check every
+address with the policy, and dial the checked address itself.
+
+httpcore (httpx's engine) and httpcore2 (httpx2's, which fastmcp 4 uses) have the same backend
+interface in two module namespaces; ``pinning_backends(module)`` builds the pair of classes for
+one of them. The connection keeps the *name* for everything else: httpcore sends the Host header
+from the URL and starts TLS with ``server_hostname`` set to the name, so SNI and certificate
+verification are the name's while the socket goes to the checked address.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from expediter.core.netguard.addresses import literal_address
+from expediter.core.netguard.policy import EgressPolicy
+
+__all__ = ["pinning_backends"]
+
+logger = logging.getLogger("expediter.netguard")
+
+
+@functools.cache
+def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
+    """``(SyncBackend, AsyncBackend)`` for an httpcore-like module (``httpcore``,
+    ``httpcore2``): each takes ``(policy, inner=None)``, ``inner`` being the backend that
+    dials (default: the module's own), e.g. a test's loopback-only net."""
+
+    class PinningBackend(core.NetworkBackend):  # type: ignore[misc,name-defined]
+        """Dials only addresses the egress policy allows, and only the one it checked."""
+
+        def __init__(self, policy: EgressPolicy, inner: Any = None) -> None:
+            self.policy = policy
+            self.inner = inner if inner is not None else core.SyncBackend()
+
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> Any:
+            addresses = self.policy.addresses(host, port, timeout)
+            last: Exception | None = None
+            for address in addresses:
+                try:
+                    return self.inner.connect_tcp(
+                        address,
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
+                        socket_options=socket_options,
+                    )
+                except core.ConnectError as exc:
+                    last = exc
+            assert last is not None
+            raise last
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None, **_: Any) -> Any:
+            raise core.ConnectError("the egress policy allows no unix sockets")
+
+        def sleep(self, seconds: float) -> None:
+            self.inner.sleep(seconds)
+
+    class AsyncPinningBackend(core.AsyncNetworkBackend):  # type: ignore[misc,name-defined]
+        """The async twin: resolution runs on a worker thread unless the answer is cached."""
+
+        def __init__(self, policy: EgressPolicy, inner: Any = None) -> None:
+            self.policy = policy
+            self.inner = inner if inner is not None else core.AutoBackend()
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> Any:
+            policy = self.policy
+            if literal_address(host) is not None or policy.resolver.cached(host) is not None:
+                addresses = policy.addresses(host, port, timeout)
+            else:
+                import anyio.to_thread
+
+                addresses = await anyio.to_thread.run_sync(
+                    policy.addresses, host, port, timeout, abandon_on_cancel=True
+                )
+            last: Exception | None = None
+            for address in addresses:
+                try:
+                    return await self.inner.connect_tcp(
+                        address,
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
+                        socket_options=socket_options,
+                    )
+                except core.ConnectError as exc:
+                    last = exc
+            assert last is not None
+            raise last
+
+        async def connect_unix_socket(
+            self, path: str, timeout: float | None = None, **_: Any
+        ) -> Any:
+            raise core.ConnectError("the egress policy allows no unix sockets")
+
+        async def sleep(self, seconds: float) -> None:
+            await self.inner.sleep(seconds)
+
+    PinningBackend.__qualname__ = PinningBackend.__name__ = f"PinningBackend[{core.__name__}]"
+    AsyncPinningBackend.__qualname__ = AsyncPinningBackend.__name__ = (
+        f"AsyncPinningBackend[{core.__name__}]"
+    )
+    return PinningBackend, AsyncPinningBackend
+
+
+@functools.cache
+def guarded_transports(client: ModuleType, core: ModuleType) -> tuple[type[Any], type[Any]]:
+    """``(Transport, AsyncTransport)`` for an httpx-like module over its httpcore-like engine:
+    the module's own transports with ``trust_env=False`` (no proxy, no netrc, no
+    ``SSL_CERT_FILE``), HTTP/1.1 only, dialing through the pinning backends. Each takes
+    ``(policy, *, verify=True, cert=None, limits=None, inner=None)``; ``verify`` is True, False
+    or an ``ssl.SSLContext``."""
+    sync_backend, async_backend = pinning_backends(core)
+
+    def pool_options(verify: Any, cert: Any, limits: Any) -> tuple[Any, Any, dict[str, Any]]:
+        context = client.create_ssl_context(verify=verify, cert=cert, trust_env=False)
+        limits = limits if limits is not None else client.Limits()
+        options = {
+            "ssl_context": context,
+            "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry,
+            "http1": True,
+            "http2": False,
+        }
+        return context, limits, options
+
+    class GuardedTransport(client.HTTPTransport):  # type: ignore[misc,name-defined]
+        """The module's transport, dialing only what the egress policy allows."""
+
+        def __init__(
+            self,
+            policy: EgressPolicy,
+            *,
+            verify: Any = True,
+            cert: Any = None,
+            limits: Any = None,
+            inner: Any = None,
+        ) -> None:
+            context, limits, options = pool_options(verify, cert, limits)
+            super().__init__(verify=context, trust_env=False, http2=False, limits=limits)
+            self.policy = policy
+            self._pool = core.ConnectionPool(network_backend=sync_backend(policy, inner), **options)
+
+    class AsyncGuardedTransport(client.AsyncHTTPTransport):  # type: ignore[misc,name-defined]
+        """The module's async transport, dialing only what the egress policy allows."""
+
+        def __init__(
+            self,
+            policy: EgressPolicy,
+            *,
+            verify: Any = True,
+            cert: Any = None,
+            limits: Any = None,
+            inner: Any = None,
+        ) -> None:
+            context, limits, options = pool_options(verify, cert, limits)
+            super().__init__(verify=context, trust_env=False, http2=False, limits=limits)
+            self.policy = policy
+            self._pool = core.AsyncConnectionPool(
+                network_backend=async_backend(policy, inner), **options
+            )
+
+    return GuardedTransport, AsyncGuardedTransport

@@ -1,0 +1,160 @@
+"""The egress policy one outbound client follows: which URLs it may request and which
+addresses it may dial. Independent of any HTTP library; the pinning network backends
+(``netguard.for_httpx``, ``netguard.for_httpx2``) call ``addresses`` for every new connection.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import urllib.parse
+from collections.abc import Iterable
+
+import attrs
+
+from expediter.core.netguard.addresses import (
+    IPAddress,
+    IPNetwork,
+    address_problem,
+    literal_address,
+    parse_networks,
+)
+from expediter.core.netguard.resolver import Resolver
+from expediter.errors import EgressBlocked
+
+__all__ = ["DEFAULT_RESOLVER", "SCHEMES", "EgressPolicy", "Target", "same_origin"]
+
+logger = logging.getLogger("expediter.netguard")
+
+#: The schemes an outbound client may use.
+SCHEMES = ("http", "https")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+#: The resolver policies share unless given their own (one cache per process).
+DEFAULT_RESOLVER = Resolver()
+
+
+@attrs.frozen
+class Target:
+    """Where a URL points: scheme, host (a name or an address, without brackets) and port."""
+
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+
+def _networks(value: Iterable[str | IPNetwork]) -> tuple[IPNetwork, ...]:
+    items = list(value)
+    parsed = [item for item in items if not isinstance(item, str)]
+    texts = [item for item in items if isinstance(item, str)]
+    return (*parse_networks(texts), *parsed)
+
+
+@attrs.frozen
+class EgressPolicy:
+    """What one outbound client may reach.
+
+    ``allow_networks`` are the ranges an operator allows on top of the default (public
+    addresses only); an allowed range overrides the deny table and ``is_global`` for that range
+    only. ``EgressBlocked`` carries the reason; its text is the generic message for the model.
+    """
+
+    allow_networks: tuple[IPNetwork, ...] = attrs.field(default=(), converter=_networks)
+    #: Whether URLs may carry ``user:password@``.
+    allow_userinfo: bool = False
+    #: Seconds a name may take to resolve.
+    resolve_timeout: float = 5.0
+    resolver: Resolver = attrs.field(default=DEFAULT_RESOLVER, eq=False, repr=False)
+
+    def with_networks(self, networks: Iterable[str | IPNetwork]) -> EgressPolicy:
+        """This policy with more allowed ranges."""
+        more = _networks(networks)
+        if not more:
+            return self
+        return attrs.evolve(self, allow_networks=(*self.allow_networks, *more))
+
+    def check_url(self, url: str) -> Target:
+        """The URL's target, or EgressBlocked: http/https only, no userinfo unless allowed, a
+        host present, and a host that is an address must be one the policy allows."""
+        if not isinstance(url, str) or any(ord(char) < 0x21 for char in url) or "\\" in url:
+            raise self._blocked(
+                f"the URL {url!r:.200} has whitespace, control characters or a backslash"
+            )
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise self._blocked(f"the URL {url!r:.200} cannot be parsed: {exc}") from None
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES:
+            raise self._blocked(f"scheme {scheme or '(none)'!r} is not http or https")
+        if (parts.username is not None or parts.password is not None) and not self.allow_userinfo:
+            raise self._blocked("the URL carries user information (user:password@)")
+        host = parts.hostname or ""
+        if not host:
+            raise self._blocked(f"the URL {url!r:.200} names no host")
+        target = Target(scheme, host, port or _DEFAULT_PORTS[scheme])
+        address = literal_address(host)
+        if address is not None:
+            self.check_address(address, host)
+        return target
+
+    def check_address(self, address: IPAddress, host: str | None = None) -> None:
+        """EgressBlocked unless ``address`` may be dialed."""
+        problem = address_problem(address, self.allow_networks)
+        if problem is not None:
+            named = f"{host!r} -> " if host and host != str(address) else ""
+            raise self._blocked(f"{named}{problem}")
+
+    def addresses(self, host: str, port: int, timeout: float | None = None) -> tuple[str, ...]:
+        """The addresses to dial for ``host``: resolved once (an address needs no resolving)
+        and every one of them checked; EgressBlocked when any is refused or there are none."""
+        literal = literal_address(host)
+        if literal is not None:
+            self.check_address(literal, host)
+            return (str(literal),)
+        deadline = self.resolve_timeout if timeout is None else min(timeout, self.resolve_timeout)
+        found = self.resolver.resolve(host, port, deadline)
+        if not found:
+            raise self._blocked(f"{host!r} resolves to no address")
+        for text in found:
+            try:
+                address = ipaddress.ip_address(text)
+            except ValueError:
+                raise self._blocked(f"{host!r} resolves to {text!r:.80}, not an address") from None
+            self.check_address(address, host)
+        return found
+
+    def redirect_problem(self, current: str, location: str) -> str | None:
+        """Why a redirect from ``current`` to ``location`` (absolute) may not be followed, or
+        None; the new target's addresses are checked when it is dialed."""
+        if urllib.parse.urlsplit(current).scheme.lower() == "https" and (
+            urllib.parse.urlsplit(location).scheme.lower() == "http"
+        ):
+            return "a redirect from https to http is refused"
+        try:
+            self.check_url(location)
+        except EgressBlocked as exc:
+            return exc.reason
+        return None
+
+    def _blocked(self, reason: str) -> EgressBlocked:
+        logger.warning("egress blocked: %s", reason)
+        return EgressBlocked(reason)
+
+
+def same_origin(first: str, second: str) -> bool:
+    """Whether two absolute URLs share scheme, host and port (secret headers go no further)."""
+    try:
+        a, b = urllib.parse.urlsplit(first), urllib.parse.urlsplit(second)
+        return (a.scheme.lower(), a.hostname, a.port or _DEFAULT_PORTS.get(a.scheme.lower())) == (
+            b.scheme.lower(),
+            b.hostname,
+            b.port or _DEFAULT_PORTS.get(b.scheme.lower()),
+        )
+    except ValueError:
+        return False
