@@ -21,7 +21,7 @@ from expediter.cli.output import dump_json, echo_json, echo_table, escape
 if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
 
-__all__ = ["instances", "keys", "print_instance"]
+__all__ = ["instances", "keys", "print_instance", "secret_options"]
 
 _SECRET_HELP = (
     "A configuration field, FIELD=VALUE; FIELD=- reads the value from standard input, "
@@ -58,7 +58,7 @@ def _secret_value(field: str, value: str) -> str:
         ) from None
 
 
-def _secrets(options: Sequence[str]) -> dict[str, str]:
+def secret_options(options: Sequence[str]) -> dict[str, str]:
     """The ``--secret FIELD=VALUE`` options as fields; the values are never echoed."""
     found: dict[str, str] = {}
     from_stdin: str | None = None
@@ -102,7 +102,7 @@ def _config(config_json: str | None, secrets: Sequence[str]) -> dict[str, Any] |
                 f"must be a JSON object, not {type(parsed).__name__}", param_hint="--config"
             )
         config = parsed
-    for field, value in _secrets(secrets).items():
+    for field, value in secret_options(secrets).items():
         if field in config:
             raise click.UsageError(
                 f"field {escape(repr(field))} is given both in --config and --secret; give it once"

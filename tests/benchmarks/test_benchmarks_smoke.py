@@ -106,6 +106,11 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
         ("stored", "in_memory"),
         (("stored", "in_memory", 2.0),),
     ),
+    "bench_http.py": (
+        "http",
+        ("host", "host_ledger", "httpx"),
+        (("host", "httpx", 1.3), ("host_ledger", "httpx", None)),
+    ),
 }
 STATUSES = {"PASS", "FAIL", "INFO", "SKIP"}
 

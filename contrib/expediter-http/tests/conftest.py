@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from expediter_http.tool import HttpTool
 from servers import TestServer
 
 import expediter
 from expediter.core.netguard import Resolver
 from expediter.testing.network import StaticLookup
-from expediter_http.tool import HttpTool
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +78,9 @@ def instance(base_url: str, *actions: dict[str, Any], **config: Any) -> Any:
     )
 
 
-def call(host: Any, tool_instance: Any, action: str, arguments: dict[str, Any] | None = None) -> Any:
+def call(
+    host: Any, tool_instance: Any, action: str, arguments: dict[str, Any] | None = None
+) -> Any:
     """Run one action of an in-memory instance through the host's one pipeline (a turn with
     one call, as a model would make it); returns the final event."""
     toolset = host.toolset(instances=[tool_instance])
@@ -105,9 +107,7 @@ def call(host: Any, tool_instance: Any, action: str, arguments: dict[str, Any] |
 
 
 @pytest.fixture
-def http_host(
-    make_host: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Any]:
+def http_host(make_host: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """``http_host(allow="127.0.0.0/8", lookup=None, network=None, record_calls=False)``: a
     host offering only an ``http`` tool with an injected resolver; ``allow`` is the operator's
     ``EXPEDITER_EGRESS_ALLOW`` (None: nothing but public addresses)."""

@@ -133,7 +133,7 @@ class TestServer:
                 received = Received(
                     method=self.command,
                     target=self.path,
-                    headers={k: v for k, v in self.headers.items()},
+                    headers=dict(self.headers.items()),
                     body=body,
                     sni=sni,
                     local=self.connection.getsockname()[:2],
@@ -184,9 +184,9 @@ class TestServer:
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
             allow_reuse_address = True
-            address_family = __import__("socket").AF_INET6 if ":" in host else __import__(
-                "socket"
-            ).AF_INET
+            address_family = (
+                __import__("socket").AF_INET6 if ":" in host else __import__("socket").AF_INET
+            )
 
             def get_request(self) -> Any:
                 sock, address = self.socket.accept()

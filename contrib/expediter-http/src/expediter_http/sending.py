@@ -21,6 +21,8 @@ import attrs
 
 import expediter
 from expediter.core.netguard import EgressBlocked, EgressPolicy, same_origin
+from expediter.core.records.text import echo
+from expediter.errors import ArgumentError
 
 if TYPE_CHECKING:
     import httpx
@@ -158,9 +160,12 @@ def send(
         left = ends - time.monotonic()
         if left <= 0:
             return _timed_out(limits, budget)
-        request = client.build_request(
-            method, url, headers=headers, content=content, timeout=httpx.Timeout(left)
-        )
+        try:
+            request = client.build_request(
+                method, url, headers=headers, content=content, timeout=httpx.Timeout(left)
+            )
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            raise ArgumentError(f"the request cannot be made: {echo(str(exc), 200)}") from None
         try:
             response = client.send(request, stream=True)
         except httpx.TimeoutException:

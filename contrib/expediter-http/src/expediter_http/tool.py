@@ -20,6 +20,7 @@ import attrs
 
 import expediter
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
+from expediter.core.records.redaction import hide_values
 from expediter.errors import ActionNotFound, ConfigError
 from expediter_http.actions import HttpAction, load_actions
 from expediter_http.request import PreparedRequest, build_request
@@ -201,9 +202,9 @@ class HttpTool(expediter.Toolbox):
         if not isinstance(base_url, str) or not base_url:
             raise ConfigError("http: the instance has no base_url")
         prepared = build_request(spec, arguments, base_url=base_url)
-        headers, url, secret = self._authorized(spec, prepared, context)
+        headers, url, secret, derived = self._authorized(spec, prepared, context)
         policy, client = self._client(context)
-        return send(
+        result = send(
             client,
             policy,
             method=prepared.method,
@@ -214,12 +215,21 @@ class HttpTool(expediter.Toolbox):
             limits=self.limits,
             deadline=context.deadline,
         )
+        if not derived:
+            return result
+        # The host hides the configured secret values; what the pack derived from them (a basic
+        # token in base64, an encoded cookie) it hides itself, should a server echo them.
+        if isinstance(result, expediter.ToolResult):
+            return attrs.evolve(result, value=hide_values(result.value, frozenset(derived)))
+        return hide_values(result, frozenset(derived))
 
     def _authorized(
         self, spec: HttpAction, prepared: PreparedRequest, context: expediter.CallContext
-    ) -> tuple[list[tuple[str, str]], str, set[str]]:
+    ) -> tuple[list[tuple[str, str]], str, set[str], set[str]]:
         """The request's headers and URL with the configured headers and the credentials of
-        the action's security schemes; and the names of the headers that carry secrets."""
+        the action's security schemes; the names of the headers that carry secrets; and the
+        secret texts derived from the credentials (hidden in the result)."""
+        derived: set[str] = set()
         secret_headers = context.secret("secret_headers") or {}
         secret = {str(name) for name in secret_headers}
         pairs = header_pairs(self.config.get("headers"), secret_headers)
@@ -245,17 +255,23 @@ class HttpTool(expediter.Toolbox):
                     value = f"{value.get('username', '')}:{value.get('password', '')}"
                 token = base64.b64encode(str(value).encode()).decode("ascii")
                 pairs.append(("Authorization", f"Basic {token}"))
+                derived.add(token)
                 secret.add("authorization")
             elif kind == "api_key" and parameter and where == "header":
                 pairs.append((parameter, str(value)))
                 secret.add(parameter.lower())
             elif kind == "api_key" and parameter and where == "query":
                 joiner = "&" if urllib.parse.urlsplit(url).query else "?"
-                url += joiner + urllib.parse.urlencode({parameter: str(value)})
+                encoded = urllib.parse.urlencode({parameter: str(value)})
+                url += joiner + encoded
+                derived.add(encoded.partition("=")[2])
             elif kind == "api_key" and parameter and where == "cookie":
-                cookies.append((parameter, urllib.parse.quote(str(value), safe="")))
+                quoted = urllib.parse.quote(str(value), safe="")
+                cookies.append((parameter, quoted))
+                derived.add(quoted)
         # The configured headers win over header parameters of the same name.
         taken = {name.lower() for name, _ in pairs}
         request = attrs.evolve(prepared, cookies=cookies)
         headers = pairs + [(n, v) for n, v in request.header_items() if n.lower() not in taken]
-        return headers, url, secret
+        derived = {text for text in derived if len(text) >= 4}
+        return headers, url, secret, derived
