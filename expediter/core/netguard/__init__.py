@@ -11,22 +11,56 @@ text is the generic message the model sees, its ``reason`` is for the ledger and
 
 from __future__ import annotations
 
-from expediter.core.netguard.addresses import (
-    DENY_TABLE,
-    address_problem,
-    embedded_ipv4,
-    literal_address,
-    parse_networks,
-)
-from expediter.core.netguard.policy import (
-    DEFAULT_RESOLVER,
-    SCHEMES,
-    EgressPolicy,
-    Target,
-    same_origin,
-)
-from expediter.core.netguard.resolver import DEFAULT_TTL, Resolver, system_lookup
-from expediter.errors import EgressBlocked
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from expediter.core.netguard.addresses import (
+        DENY_TABLE,
+        address_problem,
+        embedded_ipv4,
+        literal_address,
+        parse_networks,
+    )
+    from expediter.core.netguard.policy import (
+        DEFAULT_RESOLVER,
+        SCHEMES,
+        EgressPolicy,
+        Target,
+        same_origin,
+    )
+    from expediter.core.netguard.resolver import DEFAULT_TTL, Resolver, system_lookup
+    from expediter.errors import EgressBlocked
+
+# Exported lazily (PEP 562): the host's configuration reads ``parse_networks`` without paying
+# for the policy and the resolver.
+_HOMES = {
+    "DENY_TABLE": "expediter.core.netguard.addresses",
+    "address_problem": "expediter.core.netguard.addresses",
+    "embedded_ipv4": "expediter.core.netguard.addresses",
+    "literal_address": "expediter.core.netguard.addresses",
+    "parse_networks": "expediter.core.netguard.addresses",
+    "DEFAULT_RESOLVER": "expediter.core.netguard.policy",
+    "SCHEMES": "expediter.core.netguard.policy",
+    "EgressPolicy": "expediter.core.netguard.policy",
+    "Target": "expediter.core.netguard.policy",
+    "same_origin": "expediter.core.netguard.policy",
+    "DEFAULT_TTL": "expediter.core.netguard.resolver",
+    "Resolver": "expediter.core.netguard.resolver",
+    "system_lookup": "expediter.core.netguard.resolver",
+    "EgressBlocked": "expediter.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'expediter.core.netguard' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_RESOLVER",

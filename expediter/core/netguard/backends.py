@@ -72,7 +72,8 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
 
         def __init__(self, policy: EgressPolicy, inner: Any = None) -> None:
             self.policy = policy
-            self.inner = inner if inner is not None else core.AutoBackend()
+            # AnyIO runs on asyncio and on trio (httpcore keeps its AutoBackend private).
+            self.inner = inner if inner is not None else core.AnyIOBackend()
 
         async def connect_tcp(
             self,

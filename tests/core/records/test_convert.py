@@ -157,6 +157,7 @@ def test_action_and_config_field_forms() -> None:
         "default": None,
         "enum": ["a", "b"],
         "depends_on": {"x": 1},
+        "operator_only": False,
     }
     assert Action.from_dict(SEARCH.to_dict()) == SEARCH
     assert ConfigField.from_dict(KEY.to_dict()) == KEY

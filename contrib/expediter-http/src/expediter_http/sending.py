@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import re
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -27,7 +30,7 @@ from expediter.errors import ArgumentError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ENVELOPE_HEADERS", "Limits", "send"]
+__all__ = ["ENVELOPE_HEADERS", "Limits", "header_pairs", "hide_in_client_logs", "send"]
 
 #: Response headers the envelope keeps (lower case); ``set-cookie`` never.
 ENVELOPE_HEADERS = frozenset(
@@ -51,6 +54,8 @@ ENVELOPE_HEADERS = frozenset(
     }
 )
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Characters of an error response's body quoted in the error the model reads.
+ERROR_EXCERPT = 500
 #: Headers that always count as secret when a redirect leaves the origin.
 _ALWAYS_SECRET = frozenset({"authorization", "proxy-authorization", "cookie"})
 _BODY_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding"})
@@ -217,7 +222,7 @@ def send(
                 return expediter.ToolResult(
                     value=envelope,
                     status="error",
-                    error=f"HTTP {response.status_code} {response.reason_phrase}".strip(),
+                    error=_status_error(response, body, binary),
                 )
             return envelope
         finally:
@@ -225,6 +230,18 @@ def send(
     return expediter.ToolResult(
         status="error", error=f"more than {limits.max_redirects} redirects; stopped"
     )
+
+
+def _status_error(response: httpx.Response, body: Any, binary: bool) -> str:
+    """``HTTP 422 Unprocessable Entity: <the API's explanation>`` (the body, cut short)."""
+    text = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    if body is None or binary:
+        return text
+    excerpt = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    excerpt = " ".join(excerpt.split())
+    if len(excerpt) > ERROR_EXCERPT:
+        excerpt = excerpt[:ERROR_EXCERPT] + "..."
+    return f"{text}: {excerpt}" if excerpt else text
 
 
 def _timed_out(limits: Limits, budget: float) -> expediter.ToolResult:
@@ -245,3 +262,38 @@ def header_pairs(*sources: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         for name, value in (source or {}).items():
             merged[str(name).lower()] = (str(name), str(value))
     return list(merged.values())
+
+
+_HIDDEN_QUERY: set[str] = set()
+_hidden_lock = threading.Lock()
+
+
+class _QuerySecrets(logging.Filter):
+    """Masks the values of credential query parameters in httpx's request log lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        names = _HIDDEN_QUERY
+        if names and record.args and isinstance(record.args, tuple):
+            record.args = tuple(
+                _mask_query(str(arg), names) if "?" in str(arg) else arg for arg in record.args
+            )
+        return True
+
+
+def _mask_query(url: str, names: set[str]) -> str:
+    for name in names:
+        url = re.sub(
+            rf"([?&]{re.escape(urllib.parse.quote(name, safe=''))}=)[^&#\s]*", r"\1***", url
+        )
+    return url
+
+
+def hide_in_client_logs(parameter: str) -> None:
+    """Mask the value of query parameter ``parameter`` (a credential) wherever httpx logs a
+    request URL (its INFO line ``HTTP Request: GET ...?api_key=...``)."""
+    if parameter in _HIDDEN_QUERY:
+        return
+    with _hidden_lock:
+        if not _HIDDEN_QUERY:
+            logging.getLogger("httpx").addFilter(_QuerySecrets())
+        _HIDDEN_QUERY.add(parameter)

@@ -21,10 +21,10 @@ import attrs
 import expediter
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
 from expediter.core.records.redaction import hide_values
-from expediter.errors import ActionNotFound, ConfigError
+from expediter.errors import ActionNotFound, ArgumentError, ConfigError
 from expediter_http.actions import HttpAction, load_actions
 from expediter_http.request import PreparedRequest, build_request
-from expediter_http.sending import Limits, header_pairs, send
+from expediter_http.sending import Limits, header_pairs, hide_in_client_logs, send
 
 if TYPE_CHECKING:
     import httpx
@@ -126,6 +126,7 @@ class HttpTool(expediter.Toolbox):
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self._actions: dict[str, HttpAction] | None = None
+        self._validators: dict[str, Any] = {}
         self._clients: dict[tuple[str, ...], tuple[EgressPolicy, httpx.Client]] = {}
         self._lock = threading.Lock()
 
@@ -201,6 +202,7 @@ class HttpTool(expediter.Toolbox):
         base_url = self.config.get("base_url")
         if not isinstance(base_url, str) or not base_url:
             raise ConfigError("http: the instance has no base_url")
+        self._check(spec, arguments)
         prepared = build_request(spec, arguments, base_url=base_url)
         headers, url, secret, derived = self._authorized(spec, prepared, context)
         policy, client = self._client(context)
@@ -220,8 +222,37 @@ class HttpTool(expediter.Toolbox):
         # The host hides the configured secret values; what the pack derived from them (a basic
         # token in base64, an encoded cookie) it hides itself, should a server echo them.
         if isinstance(result, expediter.ToolResult):
-            return attrs.evolve(result, value=hide_values(result.value, frozenset(derived)))
+            hidden = frozenset(derived)
+            return attrs.evolve(
+                result,
+                value=hide_values(result.value, hidden),
+                error=hide_values(result.error, hidden),
+            )
         return hide_values(result, frozenset(derived))
+
+    def _check(self, spec: HttpAction, arguments: Mapping[str, Any]) -> None:
+        """ArgumentError when the arguments do not match the action's schema (the host checks
+        the names; the values are checked here, before anything is sent)."""
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+
+            validator = Draft202012Validator(spec.arguments_schema)
+            self._validators[spec.name] = validator
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator.iter_errors(dict(arguments)))
+        if error is None:
+            return
+        where = "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+        ).lstrip(".")
+        first = error.absolute_path[0] if error.absolute_path else None
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
+        raise ArgumentError(
+            f"{spec.name}: argument {where or '(all)'}: {message}",
+            parameter=first if isinstance(first, str) else None,
+        )
 
     def _authorized(
         self, spec: HttpAction, prepared: PreparedRequest, context: expediter.CallContext
@@ -233,6 +264,18 @@ class HttpTool(expediter.Toolbox):
         secret_headers = context.secret("secret_headers") or {}
         secret = {str(name) for name in secret_headers}
         pairs = header_pairs(self.config.get("headers"), secret_headers)
+        from_schemes: set[str] = set()
+
+        def scheme_header(name: str, value: str) -> None:
+            # One value per header: the first scheme that applies replaces a configured one.
+            key = name.lower()
+            if key in from_schemes:
+                return
+            from_schemes.add(key)
+            pairs[:] = [(n, v) for n, v in pairs if n.lower() != key]
+            pairs.append((name, value))
+            secret.add(key)
+
         url = prepared.url
         cookies = list(prepared.cookies)
         credentials = context.secret("credentials") or {}
@@ -248,23 +291,21 @@ class HttpTool(expediter.Toolbox):
             where = scheme.get("in", "header")
             parameter = str(scheme.get("parameter") or "")
             if kind == "bearer":
-                pairs.append(("Authorization", f"Bearer {value}"))
-                secret.add("authorization")
+                scheme_header("Authorization", f"Bearer {value}")
             elif kind == "basic":
                 if isinstance(value, Mapping):
                     value = f"{value.get('username', '')}:{value.get('password', '')}"
                 token = base64.b64encode(str(value).encode()).decode("ascii")
-                pairs.append(("Authorization", f"Basic {token}"))
+                scheme_header("Authorization", f"Basic {token}")
                 derived.add(token)
-                secret.add("authorization")
             elif kind == "api_key" and parameter and where == "header":
-                pairs.append((parameter, str(value)))
-                secret.add(parameter.lower())
+                scheme_header(parameter, str(value))
             elif kind == "api_key" and parameter and where == "query":
                 joiner = "&" if urllib.parse.urlsplit(url).query else "?"
                 encoded = urllib.parse.urlencode({parameter: str(value)})
                 url += joiner + encoded
                 derived.add(encoded.partition("=")[2])
+                hide_in_client_logs(parameter)
             elif kind == "api_key" and parameter and where == "cookie":
                 quoted = urllib.parse.quote(str(value), safe="")
                 cookies.append((parameter, quoted))
