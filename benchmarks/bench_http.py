@@ -77,10 +77,10 @@ def main() -> int:
     rounds, batch = (3, 0.02) if args.quick else (15, 0.2)
     _pack()
     import httpx
+    from expediter_http.tool import HttpTool
 
     import expediter
     from expediter.core.host import Host
-    from expediter_http.tool import HttpTool
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, bufsize=1

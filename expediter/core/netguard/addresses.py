@@ -55,6 +55,13 @@ DENY_TABLE: Final = _table(
     ("100::/64", "discard-only"),
     ("2001::/23", "IETF protocol assignments (Teredo, ORCHID, ...)"),
     ("2001:db8::/32", "documentation"),
+    # Not in every Python's idea of "not global" (3.11 and 3.12 call them global, 3.13 does
+    # not): listed, so the verdict is the same on every version. 6to4 is deprecated (RFC 7526)
+    # and local-use NAT64 (RFC 8215) is never public; an operator may allow either.
+    ("2002::/16", "6to4 (deprecated)"),
+    ("64:ff9b:1::/48", "local-use NAT64"),
+    ("3fff::/20", "documentation"),
+    ("5f00::/16", "SRv6 segment identifiers"),
     ("fc00::/7", "unique local (private network)"),
     ("fe80::/10", "link-local"),
     ("fec0::/10", "site-local (deprecated)"),
@@ -122,14 +129,14 @@ def address_problem(address: IPAddress, allowed: tuple[IPNetwork, ...] = ()) -> 
         if mapped is not None and network.version == 4 and mapped in network:
             return None
     problem = _denied(address)
-    if problem is not None:
-        return problem
     if isinstance(address, ipaddress.IPv6Address):
         for inner in embedded_ipv4(address):
-            problem = _denied(inner)
-            if problem is not None:
-                return f"{address} embeds {inner}: {problem}"
-    return None
+            hidden = _denied(inner)
+            if hidden is not None:
+                # Both reasons: the wrapper's range, and what it wraps.
+                wrapper = problem.replace(f"{address} ", "", 1) + " and " if problem else ""
+                return f"{address} {wrapper}embeds {inner}: {hidden}"
+    return problem
 
 
 def literal_address(host: str) -> IPAddress | None:

@@ -19,7 +19,23 @@ from typing import Any
 from expediter.core.netguard.addresses import literal_address
 from expediter.core.netguard.policy import EgressPolicy
 
-__all__ = ["pinning_backends"]
+__all__ = ["guarded_transports", "pinning_backends", "refuse_routes"]
+
+#: Client options that would send requests another way than the guarded transport.
+_ROUTES = ("proxy", "proxies", "mounts", "transport", "app", "trust_env", "follow_redirects")
+
+
+def refuse_routes(options: dict[str, Any]) -> None:
+    """TypeError for a client option that would route around the guard (a proxy, another
+    transport, environment settings, redirects followed by the client)."""
+    given = [name for name in _ROUTES if name in options]
+    if given:
+        raise TypeError(
+            f"a guarded client takes no {', '.join(given)}: requests go only through the "
+            "egress guard's transport (follow redirects yourself, checking each hop with "
+            "EgressPolicy.redirect_problem)"
+        )
+
 
 logger = logging.getLogger("expediter.netguard")
 
@@ -84,8 +100,12 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
             policy = self.policy
-            if literal_address(host) is not None or policy.resolver.cached(host) is not None:
+            cached = policy.resolver.cached(host)
+            if literal_address(host) is not None:
                 addresses = policy.addresses(host, port, timeout)
+            elif cached is not None:
+                # The answer in hand: an entry expiring now never blocks the event loop.
+                addresses = policy.checked(host, cached)
             else:
                 import anyio.to_thread
 

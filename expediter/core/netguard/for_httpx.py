@@ -12,7 +12,13 @@ from typing import Any
 import httpcore
 import httpx
 
-from expediter.core.netguard.backends import guarded_transports, pinning_backends
+from expediter.core.netguard.backends import (
+    guarded_transports,
+    pinning_backends,
+)
+from expediter.core.netguard.backends import (
+    refuse_routes as _refuse_routes,
+)
 from expediter.core.netguard.policy import EgressPolicy
 
 __all__ = [
@@ -39,6 +45,7 @@ def client(
 ) -> httpx.Client:
     """A ``httpx.Client`` that dials only what ``policy`` allows (``options`` go to the
     client: timeout, headers, ...)."""
+    _refuse_routes(options)
     transport = GuardedTransport(policy, verify=verify, cert=cert, limits=limits, inner=inner)
     return httpx.Client(transport=transport, trust_env=False, follow_redirects=False, **options)
 

@@ -34,6 +34,11 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 DEFAULT_RESOLVER = Resolver()
 
 
+def _unprintable(char: str) -> bool:
+    """Control characters (C0, DEL, C1) and whitespace of any script."""
+    return ord(char) < 0x21 or 0x7F <= ord(char) <= 0xA0 or char.isspace()
+
+
 @attrs.frozen
 class Target:
     """Where a URL points: scheme, host (a name or an address, without brackets) and port."""
@@ -80,7 +85,7 @@ class EgressPolicy:
     def check_url(self, url: str) -> Target:
         """The URL's target, or EgressBlocked: http/https only, no userinfo unless allowed, a
         host present, and a host that is an address must be one the policy allows."""
-        if not isinstance(url, str) or any(ord(char) < 0x21 for char in url) or "\\" in url:
+        if not isinstance(url, str) or any(_unprintable(char) for char in url) or "\\" in url:
             raise self._blocked(
                 f"the URL {url!r:.200} has whitespace, control characters or a backslash"
             )
@@ -118,7 +123,11 @@ class EgressPolicy:
             self.check_address(literal, host)
             return (str(literal),)
         deadline = self.resolve_timeout if timeout is None else min(timeout, self.resolve_timeout)
-        found = self.resolver.resolve(host, port, deadline)
+        return self.checked(host, self.resolver.resolve(host, port, deadline))
+
+    def checked(self, host: str, found: tuple[str, ...]) -> tuple[str, ...]:
+        """``found`` (what ``host`` resolved to) when every address may be dialed, else
+        EgressBlocked; an empty answer is refused."""
         if not found:
             raise self._blocked(f"{host!r} resolves to no address")
         for text in found:

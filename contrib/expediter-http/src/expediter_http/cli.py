@@ -19,8 +19,8 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 
-# Private in expediter.cli.instances: the parsing of `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH`
-# that `instances add` uses (one reading of standard input, values never echoed).
+# The parsing of `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` that `instances add` uses (one
+# reading of standard input, values never echoed).
 from expediter.cli.instances import secret_options
 from expediter.cli.output import echo_json, echo_table, escape, warn
 
