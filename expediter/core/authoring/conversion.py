@@ -30,7 +30,7 @@ from cattrs.gen import make_dict_structure_fn
 from expediter.core.authoring.schema import strip_annotated
 from expediter.core.records.limits import INT_DIGITS, LARGEST_INT, SMALLEST_INT
 from expediter.core.records.redaction import redact
-from expediter.core.records.text import echo
+from expediter.core.records.text import CONTROL, echo
 
 __all__ = [
     "TypeMismatch",
@@ -367,35 +367,74 @@ class NotJSON(TypeError):
 #: Python refuses to turn longer integers into text (``sys.get_int_max_str_digits``).
 
 
-def _check_json(value: Any, path: str, notes: list[str] | None) -> Any:
-    if value is None or isinstance(value, bool | str):
+#: Where a value sits in a result, kept as a chain ``(parent, part)`` and written out only for
+#: an error or a note (formatting every element's path would cost more than the check).
+_Path = tuple[Any, Any] | None
+
+
+def _where(path: _Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, part = path
+        parts.append(f"[{part}]" if isinstance(part, int) else f".{str(part)[:40]}")
+    return "the result" + "".join(reversed(parts))
+
+
+def _check_json(value: Any, path: _Path, notes: list[str] | None, clean: bool) -> Any:
+    kind = type(value)
+    if kind is str:
+        return value.translate(CONTROL) if clean and not value.isprintable() else value
+    if value is None or kind is bool:
         return value
-    if isinstance(value, int):
+    if kind is int:
         if not SMALLEST_INT < value < LARGEST_INT:
-            raise NotJSON(f"{path} is an integer of more than {INT_DIGITS} digits")
+            raise NotJSON(f"{_where(path)} is an integer of more than {INT_DIGITS} digits")
         return value
-    if isinstance(value, float):
+    if kind is float:
         if value != value or value in (float("inf"), float("-inf")):
             if notes is None:
-                raise NotJSON(f"{path} is {value!r}, which JSON cannot represent")
-            notes.append(f"{path} was {value!r}, which JSON cannot represent: sent as null")
+                raise NotJSON(f"{_where(path)} is {value!r}, which JSON cannot represent")
+            notes.append(f"{_where(path)} was {value!r}, which JSON cannot represent: sent as null")
             return None
         return value
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_check_json(item, f"{path}[{index}]", notes) for index, item in enumerate(value)]
-    if isinstance(value, Mapping):
+    if kind is list or isinstance(value, list | tuple | set | frozenset):
+        return [_check_json(item, (path, index), notes, clean) for index, item in enumerate(value)]
+    if kind is dict or isinstance(value, Mapping):
         result = {}
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise NotJSON(f"{path} has a non-string key of type {type(key).__name__}")
-            result[key] = _check_json(item, f"{path}.{key[:40]}", notes)
+            if type(key) is not str:
+                key = _key(key, path)
+            if clean and not key.isprintable():
+                key = key.translate(CONTROL)
+            result[key] = _check_json(item, (path, key), notes, clean)
         return result
-    raise NotJSON(f"{path} is a {type(value).__name__}, which has no JSON form")
+    # Anything else (attrs records, dataclasses, enums, dates, str or int subclasses): its
+    # converter form, checked the same way.
+    unstructured = converter.unstructure(value)
+    if unstructured is not value and type(unstructured) is not kind:
+        return _check_json(unstructured, path, notes, clean)
+    if isinstance(value, str):
+        return _check_json(str.__str__(value), path, notes, clean)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _check_json(int.__index__(value), path, notes, clean)
+    if isinstance(value, float):
+        return _check_json(float.__float__(value), path, notes, clean)
+    raise NotJSON(f"{_where(path)} is a {kind.__name__}, which has no JSON form")
 
 
-def to_json_value(value: Any, notes: list[str] | None = None) -> Any:
-    """Return a tool's result as plain JSON data (attrs records, enums, dates converted).
+def _key(key: Any, path: _Path) -> str:
+    """A mapping key as text: an enum key becomes its value; other keys have no JSON form."""
+    found = converter.unstructure(key)
+    if isinstance(found, str):
+        return str.__str__(found)
+    raise NotJSON(f"{_where(path)} has a non-string key of type {type(key).__name__}")
+
+
+def to_json_value(value: Any, notes: list[str] | None = None, *, clean: bool = False) -> Any:
+    """Return a tool's result as plain JSON data (attrs records, enums, dates converted), in
+    one walk.
 
     Non-finite floats are refused (NotJSON), or, given a ``notes`` list, become null with a
-    note appended saying where."""
-    return _check_json(converter.unstructure(value), "the result", notes)
+    note appended saying where. With ``clean``, every string (keys too) also loses NUL and
+    control characters and has lone surrogates replaced (``records.text.sanitize``)."""
+    return _check_json(value, None, notes, clean)

@@ -326,6 +326,7 @@ class Executor:
                     instance_id=call.instance_id,
                     config=binding.config,
                     owner_id=binding.owner_id,
+                    digest=binding.config_digest,
                 )
         step.loaded = loaded
         timeout = self.call_timeout

@@ -65,7 +65,7 @@ class _Notes(list[str]):
 
 def _json_or_error(value: Any, notes: _Notes) -> tuple[Any, str | None]:
     try:
-        return sanitize(to_json_value(value, notes)), None
+        return to_json_value(value, notes, clean=True), None
     except NotJSON as exc:
         return None, f"the tool's result cannot be sent to the model: {exc}"
     except RecursionError:

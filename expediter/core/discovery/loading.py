@@ -14,9 +14,7 @@ a sync action.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -27,6 +25,7 @@ import attrs
 import pluggy
 
 from expediter.core.discovery.catalogue import Source
+from expediter.core.records.digests import config_key
 from expediter.errors import ArgumentError
 from expediter.hookspecs import PROJECT_NAME, TOOL_HOOKS, hookimpl
 from expediter.hookspecs import host as host_spec
@@ -350,12 +349,19 @@ class LoadedTool:
         )
 
     def has_hook(self, name: str) -> bool:
-        """Whether the tool itself implements a hook (wrappers do not count)."""
+        """Whether the tool itself implements a hook (wrappers do not count, nor a
+        ``Toolbox``'s inherited ``preview_decision``, which always answers None)."""
         found = self._hooks.get(name)
         if found is None:
+            from expediter.core.authoring.tools import Toolbox
+
             caller = getattr(self.relay.hook, name, None)
             impls = caller.get_hookimpls() if caller is not None else []
-            found = any(not (impl.wrapper or impl.hookwrapper) for impl in impls)
+            found = any(
+                not (impl.wrapper or impl.hookwrapper)
+                and getattr(impl.function, "__func__", None) is not Toolbox.preview_decision
+                for impl in impls
+            )
             self._hooks[name] = found
         return found
 
@@ -507,18 +513,6 @@ def coerce_actions(found: object, tool: str) -> list[Action]:
     return actions
 
 
-def config_key(config: Mapping[str, Any] | None) -> str:
-    """A digest of an instance's configuration (secrets included, never stored): instances
-    with different configurations are different instances."""
-    if not config:
-        return ""
-    try:
-        text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(sorted(config.items(), key=lambda item: str(item[0])))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 #: Loaded instances kept per process; the least recently loaded go first beyond this.
 MAX_LOADED = 4096
 
@@ -569,11 +563,13 @@ class LoadedTools:
         instance_id: str | None = None,
         config: Mapping[str, Any] | None = None,
         owner_id: str | None = None,
+        digest: str | None = None,
     ) -> LoadedTool:
         """Return the instance of a tool for this configuration, making it on first use.
 
         ``user_id`` is the invoker; a user-scoped tool gets one instance per invoker, and
-        (unless ``owner_id`` says otherwise) the invoker owns it.
+        (unless ``owner_id`` says otherwise) the invoker owns it. ``digest`` is the
+        configuration's ``config_key`` when the caller has it already.
         """
         if not config and owner_id is None:
             # Unconfigured and owned by the invoker (every installed tool in a turn): one
@@ -581,7 +577,7 @@ class LoadedTools:
             found = self._plain.get((name, instance_id, user_id))
             if found is not None:
                 return found
-        loaded = self._load(name, user_id, instance_id, config, owner_id)
+        loaded = self._load(name, user_id, instance_id, config, owner_id, digest)
         if not config and owner_id is None:
             if len(self._plain) >= MAX_LOADED:
                 self._plain.clear()
@@ -595,13 +591,14 @@ class LoadedTools:
         instance_id: str | None,
         config: Mapping[str, Any] | None,
         owner_id: str | None,
+        digest: str | None = None,
     ) -> LoadedTool:
         instance_id = instance_id or name
         tool_type = self.type(name)
         # An instance someone owns (a stored instance) is never shared between invokers.
         invoker = user_id if tool_type.user_scoped or owner_id is not None else None
         owner = owner_id if owner_id is not None else invoker
-        key = (instance_id, invoker, owner, config_key(config))
+        key = (instance_id, invoker, owner, config_key(config) if digest is None else digest)
         loaded = self._loaded.get(key)
         if loaded is not None:
             return loaded

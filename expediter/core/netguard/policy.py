@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import urllib.parse
 from collections.abc import Iterable
 
@@ -34,9 +35,10 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 DEFAULT_RESOLVER = Resolver()
 
 
-def _unprintable(char: str) -> bool:
-    """Control characters (C0, DEL, C1) and whitespace of any script."""
-    return ord(char) < 0x21 or 0x7F <= ord(char) <= 0xA0 or char.isspace()
+#: Control characters (C0, DEL, C1) and whitespace of any script (``\s`` is Unicode's).
+_UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\xa0\s]")
+#: A URL's scheme and authority, up to where its path, query or fragment starts.
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
 
 
 @attrs.frozen
@@ -74,6 +76,12 @@ class EgressPolicy:
     #: Seconds a name may take to resolve.
     resolve_timeout: float = 5.0
     resolver: Resolver = attrs.field(default=DEFAULT_RESOLVER, eq=False, repr=False)
+    #: Verdicts on addresses already checked (an address's verdict never changes).
+    _verdicts: dict[IPAddress, str | None] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+    #: ``check_url``'s verdicts by scheme and authority (a Target, or why it is refused).
+    _origins: dict[str, Target | str] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def with_networks(self, networks: Iterable[str | IPNetwork]) -> EgressPolicy:
         """This policy with more allowed ranges."""
@@ -85,10 +93,32 @@ class EgressPolicy:
     def check_url(self, url: str) -> Target:
         """The URL's target, or EgressBlocked: http/https only, no userinfo unless allowed, a
         host present, and a host that is an address must be one the policy allows."""
-        if not isinstance(url, str) or any(_unprintable(char) for char in url) or "\\" in url:
+        if not isinstance(url, str) or _UNPRINTABLE.search(url) or "\\" in url:
             raise self._blocked(
                 f"the URL {url!r:.200} has whitespace, control characters or a backslash"
             )
+        # The rest depends on the scheme and authority alone: one verdict per origin.
+        prefix = _ORIGIN.match(url)
+        if prefix is None:
+            return self._target(url)
+        key = prefix.group()
+        found = self._origins.get(key)
+        if found is None:
+            try:
+                found = self._target(url)
+            except EgressBlocked as exc:
+                self._remember(key, exc.reason)
+                raise
+            self._remember(key, found)
+        elif isinstance(found, str):
+            raise self._blocked(found)
+        return found
+
+    def _remember(self, key: str, verdict: Target | str) -> None:
+        if len(self._origins) < 4096:
+            self._origins[key] = verdict
+
+    def _target(self, url: str) -> Target:
         try:
             parts = urllib.parse.urlsplit(url)
             port = parts.port
@@ -110,7 +140,13 @@ class EgressPolicy:
 
     def check_address(self, address: IPAddress, host: str | None = None) -> None:
         """EgressBlocked unless ``address`` may be dialed."""
-        problem = address_problem(address, self.allow_networks)
+        verdicts = self._verdicts
+        if address in verdicts:
+            problem = verdicts[address]
+        else:
+            problem = address_problem(address, self.allow_networks)
+            if len(verdicts) < 4096:
+                verdicts[address] = problem
         if problem is not None:
             named = f"{host!r} -> " if host and host != str(address) else ""
             raise self._blocked(f"{named}{problem}")

@@ -11,7 +11,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ECHO_LIMIT", "clean_text", "echo", "json_text", "model_copy", "sanitize", "truncate"]
+__all__ = [
+    "CONTROL",
+    "ECHO_LIMIT",
+    "clean_text",
+    "echo",
+    "json_text",
+    "model_copy",
+    "sanitize",
+    "truncate",
+]
 
 #: Characters of a model-supplied value repeated in an error message (a name, an id, a value).
 ECHO_LIMIT = 200
@@ -19,7 +28,7 @@ ECHO_LIMIT = 200
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 # NUL and the other control characters (tab, newline and carriage return are kept).
 # Lone surrogates (valid in JSON text, not encodable as UTF-8) become U+FFFD.
-_CONTROL: dict[int, str | None] = {
+CONTROL: dict[int, str | None] = {
     **dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127]),
     **dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),
 }
@@ -29,7 +38,7 @@ def sanitize(value: Any) -> Any:
     """JSON data with NUL and control characters removed from every string (keys too), and
     lone surrogates replaced by U+FFFD."""
     if isinstance(value, str):
-        return value.translate(_CONTROL) if not value.isprintable() else value
+        return value.translate(CONTROL) if not value.isprintable() else value
     if isinstance(value, list):
         return [sanitize(item) for item in value]
     if isinstance(value, dict):
@@ -39,7 +48,7 @@ def sanitize(value: Any) -> Any:
 
 def clean_text(text: str) -> str:
     """An error message without NUL or control characters (tab and newlines kept)."""
-    return text if text.isprintable() else text.translate(_CONTROL)
+    return text if text.isprintable() else text.translate(CONTROL)
 
 
 def echo(value: object, limit: int = ECHO_LIMIT) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from expediter.core.records.calls import CallEvent, ToolCall
+from expediter.core.records.digests import config_key
 from expediter.core.records.text import echo
 from expediter.core.turns.naming import NameMap, assign_names
 from expediter.core.turns.providers import get_provider
@@ -103,6 +104,13 @@ class ToolInstance:
     stored: bool = False
     #: The stored instance's revision (changes with its configuration).
     revision: int | None = None
+    #: A digest of ``config`` as it was when this instance was made: the key its loaded tool
+    #: is found by, taken once rather than on every call (a large configuration, such as an
+    #: imported API's actions, would otherwise be hashed per call).
+    config_digest: str = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "config_digest", config_key(self.config))
 
     @classmethod
     def coerce(cls, value: ToolInstance | Mapping[str, Any]) -> ToolInstance:

@@ -9,6 +9,7 @@ pooled, keep-alive client.
 from __future__ import annotations
 
 import base64
+import functools
 import http.cookiejar
 import ssl
 import threading
@@ -21,10 +22,11 @@ import attrs
 import expediter
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
 from expediter.core.records.redaction import hide_values
-from expediter.errors import ActionNotFound, ArgumentError, ConfigError
+from expediter.errors import ActionNotFound, ConfigError
 from expediter_http.actions import HttpAction, load_actions
 from expediter_http.request import PreparedRequest, build_request
 from expediter_http.sending import Limits, header_pairs, hide_in_client_logs, send
+from expediter_http.validation import ArgumentsCheck
 
 if TYPE_CHECKING:
     import httpx
@@ -126,7 +128,7 @@ class HttpTool(expediter.Toolbox):
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self._actions: dict[str, HttpAction] | None = None
-        self._validators: dict[str, Any] = {}
+        self._checks: dict[str, ArgumentsCheck] = {}
         self._clients: dict[tuple[str, ...], tuple[EgressPolicy, httpx.Client]] = {}
         self._lock = threading.Lock()
 
@@ -139,8 +141,9 @@ class HttpTool(expediter.Toolbox):
             self._actions = load_actions(self.config.get("actions"))
         return self._actions
 
-    @property
+    @functools.cached_property
     def limits(self) -> Limits:
+        """The call's caps from the configuration (read once)."""
         config = self.config
         return Limits(
             timeout=_number(config, "timeout", 30.0, 0.001),
@@ -233,26 +236,10 @@ class HttpTool(expediter.Toolbox):
     def _check(self, spec: HttpAction, arguments: Mapping[str, Any]) -> None:
         """ArgumentError when the arguments do not match the action's schema (the host checks
         the names; the values are checked here, before anything is sent)."""
-        validator = self._validators.get(spec.name)
-        if validator is None:
-            from jsonschema import Draft202012Validator
-
-            validator = Draft202012Validator(spec.arguments_schema)
-            self._validators[spec.name] = validator
-        from jsonschema.exceptions import best_match
-
-        error = best_match(validator.iter_errors(dict(arguments)))
-        if error is None:
-            return
-        where = "".join(
-            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
-        ).lstrip(".")
-        first = error.absolute_path[0] if error.absolute_path else None
-        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
-        raise ArgumentError(
-            f"{spec.name}: argument {where or '(all)'}: {message}",
-            parameter=first if isinstance(first, str) else None,
-        )
+        check = self._checks.get(spec.name)
+        if check is None:
+            check = self._checks[spec.name] = ArgumentsCheck(spec.name, spec.arguments_schema)
+        check(arguments)
 
     def _authorized(
         self, spec: HttpAction, prepared: PreparedRequest, context: expediter.CallContext
