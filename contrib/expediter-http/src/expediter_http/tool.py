@@ -174,7 +174,14 @@ class HttpTool(expediter.Toolbox):
                 ca_file = self.config.get("ca_file")
                 verify: Any = True
                 if ca_file:
-                    verify = ssl.create_default_context(cafile=str(ca_file))
+                    # Extra authorities: the usual roots stay trusted.
+                    import certifi
+
+                    verify = ssl.create_default_context(cafile=certifi.where())
+                    try:
+                        verify.load_verify_locations(cafile=str(ca_file))
+                    except (OSError, ssl.SSLError) as exc:
+                        raise ConfigError(f"http: ca_file {str(ca_file)!r}: {exc}") from None
                 client = for_httpx.client(
                     policy,
                     verify=verify,
