@@ -78,32 +78,33 @@ def instance(base_url: str, *actions: dict[str, Any], **config: Any) -> Any:
     )
 
 
+def model_response(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An OpenAI Chat response with one call of function ``name``."""
+    function = {"name": name, "arguments": json.dumps(arguments or {})}
+    message = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": function}],
+    }
+    return {"choices": [{"message": message}]}
+
+
+def run_one(
+    toolset: Any, instance_id: str, action: str, arguments: dict[str, Any] | None = None
+) -> Any:
+    """One model call of ``action`` of ``instance_id`` through the toolset; its final event."""
+    name = toolset.name_map.name_for(instance_id, action)
+    assert name is not None, f"{action} of {instance_id} not offered: {toolset.name_map.names}"
+    (event,) = toolset.run(toolset.parse_calls("openai", model_response(name, arguments)))
+    return event
+
+
 def call(
     host: Any, tool_instance: Any, action: str, arguments: dict[str, Any] | None = None
 ) -> Any:
     """Run one action of an in-memory instance through the host's one pipeline (a turn with
     one call, as a model would make it); returns the final event."""
     toolset = host.toolset(instances=[tool_instance])
-    name = toolset.name_map.name_for(tool_instance.instance_id or "http", action)
-    assert name is not None, f"no action {action!r} offered: {toolset.name_map.names}"
-    response = {
-        "choices": [
-            {
-                "message": {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments or {})},
-                        }
-                    ],
-                }
-            }
-        ]
-    }
-    (event,) = toolset.run(toolset.parse_calls("openai", response))
-    return event
+    return run_one(toolset, tool_instance.instance_id or "http", action, arguments)
 
 
 @pytest.fixture

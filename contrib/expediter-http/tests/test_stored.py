@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_one
 from expediter_http.tool import HttpTool
 from servers import Reply, TestServer
 
@@ -63,30 +64,6 @@ def pets_config(base_url: str, **extra: Any) -> dict[str, Any]:
         "secret_headers": {"X-Tenant-Token": HEADER_SECRET},
         **extra,
     }
-
-
-def run_one(toolset: Any, instance_id: str, action: str, arguments: dict[str, Any]) -> Any:
-    """One model call of ``action`` of ``instance_id`` through the toolset."""
-    name = toolset.name_map.name_for(instance_id, action)
-    assert name is not None, f"{action} of {instance_id} not offered: {toolset.name_map.names}"
-    response = {
-        "choices": [
-            {
-                "message": {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)},
-                        }
-                    ],
-                }
-            }
-        ]
-    }
-    (event,) = toolset.run(toolset.parse_calls("openai", response))
-    return event
 
 
 def assert_no_secret(text: str) -> None:

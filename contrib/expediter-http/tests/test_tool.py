@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 import pytest
-from conftest import call, instance
+from conftest import call, instance, model_response
 from raw_server import RawServer
 from servers import Received, Reply, TestServer
 
@@ -248,23 +248,8 @@ def test_the_model_reads_the_apis_explanation_of_an_http_error(server, http_host
     server.route("GET", "/fail", Reply(status=422, body=explanation))
     toolset = http_host().toolset(instances=[instance(server.url, get("/fail"))])
     name = toolset.name_map.name_for("http", "get")
-    response = {
-        "choices": [
-            {
-                "message": {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": name, "arguments": "{}"},
-                        }
-                    ],
-                }
-            }
-        ]
-    }
-    calls = toolset.parse_calls("openai", response)
+    assert name is not None
+    calls = toolset.parse_calls("openai", model_response(name))
     (message,) = toolset.result_messages("openai", calls, toolset.run(calls))
     assert "HTTP 422" in message["content"]
     assert "at most 20 characters" in message["content"]

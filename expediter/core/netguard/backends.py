@@ -19,7 +19,7 @@ from typing import Any
 from expediter.core.netguard.addresses import literal_address
 from expediter.core.netguard.policy import EgressPolicy
 
-__all__ = ["guarded_transports", "pinning_backends", "refuse_routes"]
+__all__ = ["guarded_clients", "guarded_transports", "pinning_backends", "refuse_routes"]
 
 #: Client options that would send requests another way than the guarded transport.
 _ROUTES = ("proxy", "proxies", "mounts", "transport", "app", "trust_env", "follow_redirects")
@@ -142,6 +142,40 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
     return PinningBackend, AsyncPinningBackend
 
 
+#: What the guarded transports take besides the policy (anything else is a TypeError).
+_TRANSPORT_DEFAULTS: dict[str, Any] = {"verify": True, "cert": None, "limits": None, "inner": None}
+
+
+@functools.cache
+def guarded_clients(client: ModuleType, core: ModuleType) -> tuple[Any, Any]:
+    """``(client, async_client)`` for an httpx-like module: functions taking ``(policy, *,
+    verify=True, cert=None, limits=None, inner=None, **options)`` that return the module's
+    ``Client``/``AsyncClient`` over the guarded transport, with ``trust_env=False`` and
+    ``follow_redirects=False`` (``options`` go to the client: timeout, headers, cookies, ...;
+    any that would route around the guard are a TypeError)."""
+    transport, async_transport = guarded_transports(client, core)
+
+    def make(kind: type[Any], over: type[Any], policy: EgressPolicy, options: Any) -> Any:
+        refuse_routes(options)
+        settings = {name: options.pop(name) for name in _TRANSPORT_DEFAULTS if name in options}
+        return kind(
+            transport=over(policy, **settings),
+            trust_env=False,
+            follow_redirects=False,
+            **options,
+        )
+
+    def guarded_client(policy: EgressPolicy, **options: Any) -> Any:
+        """A client that dials only what ``policy`` allows."""
+        return make(client.Client, transport, policy, options)
+
+    def guarded_async_client(policy: EgressPolicy, **options: Any) -> Any:
+        """An async client that dials only what ``policy`` allows."""
+        return make(client.AsyncClient, async_transport, policy, options)
+
+    return guarded_client, guarded_async_client
+
+
 @functools.cache
 def guarded_transports(client: ModuleType, core: ModuleType) -> tuple[type[Any], type[Any]]:
     """``(Transport, AsyncTransport)`` for an httpx-like module over its httpcore-like engine:
@@ -151,53 +185,53 @@ def guarded_transports(client: ModuleType, core: ModuleType) -> tuple[type[Any],
     or an ``ssl.SSLContext``."""
     sync_backend, async_backend = pinning_backends(core)
 
-    def pool_options(verify: Any, cert: Any, limits: Any) -> tuple[Any, Any, dict[str, Any]]:
+    def install(
+        transport: Any,
+        base: type[Any],
+        pool: type[Any],
+        backend: type[Any],
+        policy: EgressPolicy,
+        options: dict[str, Any],
+    ) -> None:
+        """Set up ``transport`` as its ``base`` would, then give it a pool that dials through
+        ``backend``: one TLS context, HTTP/1.1 only, nothing from the environment."""
+        unknown = sorted(set(options) - set(_TRANSPORT_DEFAULTS))
+        if unknown:
+            raise TypeError(f"a guarded transport takes no {', '.join(unknown)}")
+        verify, cert, limits = options["verify"], options["cert"], options["limits"]
         context = client.create_ssl_context(verify=verify, cert=cert, trust_env=False)
         limits = limits if limits is not None else client.Limits()
-        options = {
-            "ssl_context": context,
-            "max_connections": limits.max_connections,
-            "max_keepalive_connections": limits.max_keepalive_connections,
-            "keepalive_expiry": limits.keepalive_expiry,
-            "http1": True,
-            "http2": False,
-        }
-        return context, limits, options
+        base.__init__(transport, verify=context, trust_env=False, http2=False, limits=limits)
+        transport.policy = policy
+        transport._pool = pool(
+            network_backend=backend(policy, options["inner"]),
+            ssl_context=context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=False,
+        )
 
     class GuardedTransport(client.HTTPTransport):  # type: ignore[misc,name-defined]
         """The module's transport, dialing only what the egress policy allows."""
 
-        def __init__(
-            self,
-            policy: EgressPolicy,
-            *,
-            verify: Any = True,
-            cert: Any = None,
-            limits: Any = None,
-            inner: Any = None,
-        ) -> None:
-            context, limits, options = pool_options(verify, cert, limits)
-            super().__init__(verify=context, trust_env=False, http2=False, limits=limits)
-            self.policy = policy
-            self._pool = core.ConnectionPool(network_backend=sync_backend(policy, inner), **options)
+        def __init__(self, policy: EgressPolicy, **options: Any) -> None:
+            settings = {**_TRANSPORT_DEFAULTS, **options}
+            install(self, client.HTTPTransport, core.ConnectionPool, sync_backend, policy, settings)
 
     class AsyncGuardedTransport(client.AsyncHTTPTransport):  # type: ignore[misc,name-defined]
         """The module's async transport, dialing only what the egress policy allows."""
 
-        def __init__(
-            self,
-            policy: EgressPolicy,
-            *,
-            verify: Any = True,
-            cert: Any = None,
-            limits: Any = None,
-            inner: Any = None,
-        ) -> None:
-            context, limits, options = pool_options(verify, cert, limits)
-            super().__init__(verify=context, trust_env=False, http2=False, limits=limits)
-            self.policy = policy
-            self._pool = core.AsyncConnectionPool(
-                network_backend=async_backend(policy, inner), **options
+        def __init__(self, policy: EgressPolicy, **options: Any) -> None:
+            settings = {**_TRANSPORT_DEFAULTS, **options}
+            install(
+                self,
+                client.AsyncHTTPTransport,
+                core.AsyncConnectionPool,
+                async_backend,
+                policy,
+                settings,
             )
 
     return GuardedTransport, AsyncGuardedTransport
