@@ -164,7 +164,7 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
             False,
             error=EgressBlocked.MESSAGE,
             error_type="EgressBlocked",
-            detail=clean_text(f"{EgressBlocked.MESSAGE}: {exception_reason(exc)}"),
+            detail=clean_text(f"{EgressBlocked.MESSAGE}: {_egress_reason(exc)}"),
         )
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
         return Outcome(False, error=clean_text(str(exc)), error_type=type(exc).__name__)
@@ -188,7 +188,7 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     return Outcome(False, error=clean_text(text), error_type=type(exc).__name__, crashed=True)
 
 
-def exception_reason(exc: EgressBlocked) -> str:
+def _egress_reason(exc: EgressBlocked) -> str:
     """An egress refusal's reason as text (a subclass may carry anything)."""
     reason = getattr(exc, "reason", None)
     return reason if isinstance(reason, str) else "(no reason given)"

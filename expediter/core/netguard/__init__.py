@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         literal_address,
         parse_networks,
     )
+    from expediter.core.netguard.deadlines import within
     from expediter.core.netguard.policy import (
         DEFAULT_RESOLVER,
         SCHEMES,
@@ -47,6 +48,7 @@ _HOMES = {
     "DEFAULT_TTL": "expediter.core.netguard.resolver",
     "Resolver": "expediter.core.netguard.resolver",
     "system_lookup": "expediter.core.netguard.resolver",
+    "within": "expediter.core.netguard.deadlines",
     "EgressBlocked": "expediter.errors",
 }
 
@@ -77,4 +79,5 @@ __all__ = [
     "parse_networks",
     "same_origin",
     "system_lookup",
+    "within",
 ]

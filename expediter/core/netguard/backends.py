@@ -11,12 +11,12 @@ verification are the name's while the socket goes to the checked address.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
 from expediter.core.netguard.addresses import literal_address
+from expediter.core.netguard.deadlines import clamp
 from expediter.core.netguard.policy import EgressPolicy
 
 __all__ = ["guarded_clients", "guarded_transports", "pinning_backends", "refuse_routes"]
@@ -37,14 +37,61 @@ def refuse_routes(options: dict[str, Any]) -> None:
         )
 
 
-logger = logging.getLogger("expediter.netguard")
-
-
 @functools.cache
 def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
     """``(SyncBackend, AsyncBackend)`` for an httpcore-like module (``httpcore``,
     ``httpcore2``): each takes ``(policy, inner=None)``, ``inner`` being the backend that
     dials (default: the module's own), e.g. a test's loopback-only net."""
+
+    class GuardedStream(core.NetworkStream):  # type: ignore[misc,name-defined]
+        """A connection whose operations end by the context's deadline (``within``)."""
+
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.stream.read(max_bytes, clamp(timeout))  # type: ignore[no-any-return]
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.stream.write(buffer, clamp(timeout))
+
+        def close(self) -> None:
+            self.stream.close()
+
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
+            return GuardedStream(
+                self.stream.start_tls(ssl_context, server_hostname, clamp(timeout))
+            )
+
+        def get_extra_info(self, info: str) -> Any:
+            return self.stream.get_extra_info(info)
+
+    class AsyncGuardedStream(core.AsyncNetworkStream):  # type: ignore[misc,name-defined]
+        """The async twin of ``GuardedStream``."""
+
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
+        async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return await self.stream.read(max_bytes, clamp(timeout))  # type: ignore[no-any-return]
+
+        async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            await self.stream.write(buffer, clamp(timeout))
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+        async def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
+            return AsyncGuardedStream(
+                await self.stream.start_tls(ssl_context, server_hostname, clamp(timeout))
+            )
+
+        def get_extra_info(self, info: str) -> Any:
+            return self.stream.get_extra_info(info)
 
     class PinningBackend(core.NetworkBackend):  # type: ignore[misc,name-defined]
         """Dials only addresses the egress policy allows, and only the one it checked."""
@@ -61,21 +108,23 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
+            timeout = clamp(timeout)
             addresses = self.policy.addresses(host, port, timeout)
             last: Exception | None = None
             for address in addresses:
                 try:
-                    return self.inner.connect_tcp(
-                        address,
-                        port,
-                        timeout=timeout,
-                        local_address=local_address,
-                        socket_options=socket_options,
+                    return GuardedStream(
+                        self.inner.connect_tcp(
+                            address,
+                            port,
+                            timeout=clamp(timeout),
+                            local_address=local_address,
+                            socket_options=socket_options,
+                        )
                     )
                 except core.ConnectError as exc:
                     last = exc
-            assert last is not None
-            raise last
+            raise last or core.ConnectError(f"no address to dial for {host!r}")
 
         def connect_unix_socket(self, path: str, timeout: float | None = None, **_: Any) -> Any:
             raise core.ConnectError("the egress policy allows no unix sockets")
@@ -100,6 +149,7 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
             policy = self.policy
+            timeout = clamp(timeout)
             cached = policy.resolver.cached(host)
             if literal_address(host) is not None:
                 addresses = policy.addresses(host, port, timeout)
@@ -115,17 +165,18 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             last: Exception | None = None
             for address in addresses:
                 try:
-                    return await self.inner.connect_tcp(
-                        address,
-                        port,
-                        timeout=timeout,
-                        local_address=local_address,
-                        socket_options=socket_options,
+                    return AsyncGuardedStream(
+                        await self.inner.connect_tcp(
+                            address,
+                            port,
+                            timeout=clamp(timeout),
+                            local_address=local_address,
+                            socket_options=socket_options,
+                        )
                     )
                 except core.ConnectError as exc:
                     last = exc
-            assert last is not None
-            raise last
+            raise last or core.ConnectError(f"no address to dial for {host!r}")
 
         async def connect_unix_socket(
             self, path: str, timeout: float | None = None, **_: Any

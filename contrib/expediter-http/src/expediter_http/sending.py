@@ -24,6 +24,7 @@ import attrs
 
 import expediter
 from expediter.core.netguard import EgressBlocked, EgressPolicy, same_origin
+from expediter.core.netguard.deadlines import within
 from expediter.core.records.text import echo
 from expediter.errors import ArgumentError
 
@@ -153,14 +154,35 @@ def send(
     deadline: float | None = None,
 ) -> Any:
     """Send the request and return the envelope (or an error ``ToolResult`` carrying it)."""
-    import httpx
-
     started = time.monotonic()
     budget = limits.timeout
     if deadline is not None:
         budget = min(budget, max(0.0, deadline - time.time()))
-    ends = started + budget
     policy.check_url(url)
+    # Every connect, read and write of the exchange ends within the budget, however the
+    # server paces its bytes.
+    with within(budget):
+        return _exchange(
+            client, policy, method, url, headers, content, secret_headers, limits, budget, started
+        )
+
+
+def _exchange(
+    client: httpx.Client,
+    policy: EgressPolicy,
+    method: str,
+    url: str,
+    headers: list[tuple[str, str]],
+    content: bytes | None,
+    secret_headers: Iterable[str],
+    limits: Limits,
+    budget: float,
+    started: float,
+) -> Any:
+    """The request and its redirects (see ``send``)."""
+    import httpx
+
+    ends = started + budget
     for hop in range(limits.max_redirects + 1):
         left = ends - time.monotonic()
         if left <= 0:
