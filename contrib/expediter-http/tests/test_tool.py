@@ -459,3 +459,10 @@ def test_fixed_values_win_over_the_models(server, http_host):
     event = call(http_host(), instance(server.url, action), "get", {"q": "x"})
     assert event.status == "completed", event
     assert only(server).target == "/v/2/echo?q=x"
+
+
+def test_max_response_bytes_has_a_ceiling_whatever_the_configuration_says() -> None:
+    from expediter_http.tool import MAX_RESPONSE_BYTES, HttpTool
+
+    tool = HttpTool({"base_url": "http://127.0.0.1", "actions": [], "max_response_bytes": 10**12})
+    assert tool.limits.max_response_bytes == MAX_RESPONSE_BYTES

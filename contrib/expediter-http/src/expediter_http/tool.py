@@ -31,7 +31,11 @@ from expediter_http.validation import ArgumentsCheck
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpTool"]
+__all__ = ["MAX_RESPONSE_BYTES", "HttpTool"]
+
+#: The most of a response body any instance keeps in memory, whatever its configuration says
+#: (an instance's owner may be any user).
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 
 _FIELDS = (
     expediter.ConfigField(
@@ -79,7 +83,7 @@ _FIELDS = (
         "max_response_bytes",
         type="integer",
         default=1_000_000,
-        description="Largest response body kept; a larger one is an error.",
+        description="Largest response body kept (at most 16 MiB); a larger one is an error.",
     ),
     expediter.ConfigField(
         "ca_file",
@@ -147,7 +151,9 @@ class HttpTool(expediter.Toolbox):
         config = self.config
         return Limits(
             timeout=_number(config, "timeout", 30.0, 0.001),
-            max_response_bytes=int(_number(config, "max_response_bytes", 1_000_000, 0)),
+            max_response_bytes=min(
+                int(_number(config, "max_response_bytes", 1_000_000, 0)), MAX_RESPONSE_BYTES
+            ),
             follow_redirects=bool(config.get("follow_redirects", False)),
             max_redirects=int(_number(config, "max_redirects", 5, 0)),
         )
