@@ -38,7 +38,7 @@ _SECRET_HELP = (
 
 @click.group()
 def http() -> None:
-    """Import OpenAPI documents as ``http`` tool instances and list their actions."""
+    """Import OpenAPI documents as http tool instances and list their actions."""
 
 
 def _base_url(value: str | None) -> str | None:
@@ -128,7 +128,7 @@ def import_command(
     as_json: bool,
 ) -> None:
     """Store the OpenAPI document SPEC (a JSON or YAML file, - for standard input) as an
-    ``http`` instance and print its id."""
+    http instance and print its id."""
     from expediter.errors import ArgumentError, ToolNotFound
 
     given_url = _base_url(base_url)
@@ -181,7 +181,7 @@ def import_command(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def actions_command(state: CliState, instance_id: str, as_json: bool) -> None:
-    """List the actions of the ``http`` instance ID (name, method, path)."""
+    """List the actions of the http instance ID (name, method, path)."""
     from expediter.errors import ConfigError
     from expediter_http.actions import load_actions
 
