@@ -148,7 +148,7 @@ class Approvals:
                     f"{row.key!r} was made to {tool!r}"
                 )
             return loaded_tools.load(
-                tool, row.user_id, instance_id=instance_id, config=instance.config
+                tool, row.user_id, instance_id=instance_id, config=instance.snapshot
             )
         request = row.request
         if request.get("stored_instance") and instance_id is not None:
@@ -164,7 +164,7 @@ class Approvals:
                 tool,
                 row.user_id,
                 instance_id=instance_id,
-                config=binding.config,
+                config=binding.snapshot,
                 owner_id=binding.owner_id,
             )
         if request.get("config") is not None:

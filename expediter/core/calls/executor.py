@@ -324,9 +324,11 @@ class Executor:
                     call.tool or "",
                     step.turn.user_id,
                     instance_id=call.instance_id,
-                    config=binding.config,
+                    config=binding.snapshot,
                     owner_id=binding.owner_id,
-                    digest=binding.config_digest,
+                    digest=binding.config_digest
+                    if binding.snapshot is not binding.config
+                    else None,
                 )
         step.loaded = loaded
         timeout = self.call_timeout

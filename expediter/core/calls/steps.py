@@ -242,9 +242,9 @@ def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict
         # it was removed or switched off meanwhile.
         request["stored_instance"] = True
         request["revision"] = binding.revision
-    elif binding is not None and binding.config is not None:
+    elif binding is not None and binding.snapshot is not None:
         secret = None if step.loaded is None else step.loaded.secret_fields
-        request.update(_kept_config(binding.config, secret))
+        request.update(_kept_config(binding.snapshot, secret))
     return request, withheld
 
 

@@ -52,6 +52,7 @@ DENY_TABLE: Final = _table(
     ("::/128", "unspecified"),
     ("::1/128", "loopback"),
     ("::ffff:0:0/96", "IPv4-mapped"),
+    ("::ffff:0:0:0/96", "IPv4-translated"),
     ("100::/64", "discard-only"),
     ("2001::/23", "IETF protocol assignments (Teredo, ORCHID, ...)"),
     ("2001:db8::/32", "documentation"),

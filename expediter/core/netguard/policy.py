@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import threading
 import urllib.parse
 from collections.abc import Iterable
 
@@ -31,6 +32,10 @@ logger = logging.getLogger("expediter.netguard")
 SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
+#: Distinct names one client (one policy) may be resolving at once: a user whose instance
+#: names hosts that never answer holds that many of the shared lookup threads, not all.
+RESOLVING_PER_CLIENT = 4
+
 #: The resolver policies share unless given their own (one cache per process).
 DEFAULT_RESOLVER = Resolver()
 
@@ -39,6 +44,19 @@ DEFAULT_RESOLVER = Resolver()
 _UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\xa0\s]")
 #: A URL's scheme and authority, up to where its path, query or fragment starts.
 _ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+
+
+def _shown(url: object) -> str:
+    """A URL as a refusal's reason names it: its scheme and authority only (a path or query
+    may carry a credential, and reasons go to logs and the ledger)."""
+    if not isinstance(url, str):
+        return f"a {type(url).__name__} for a URL"
+    found = _ORIGIN.match(url)
+    if found is None:
+        return "the URL (no scheme://host at its start)"
+    scheme, _, authority = found.group().partition("://")
+    # Without user information: a password is no part of a reason either.
+    return f"the URL {scheme[:20] + '://' + authority.rpartition('@')[2][:100]!r}..."
 
 
 @attrs.frozen
@@ -80,6 +98,11 @@ class EgressPolicy:
     _verdicts: dict[IPAddress, str | None] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
+    #: Names this policy's client is resolving now (one shared lookup each).
+    _resolving: dict[str, int] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    _resolving_lock: threading.Lock = attrs.field(
+        factory=threading.Lock, init=False, eq=False, repr=False
+    )
     #: ``check_url``'s verdicts by scheme and authority (a Target, or why it is refused).
     _origins: dict[str, Target | str] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
@@ -94,9 +117,7 @@ class EgressPolicy:
         """The URL's target, or EgressBlocked: http/https only, no userinfo unless allowed, a
         host present, and a host that is an address must be one the policy allows."""
         if not isinstance(url, str) or _UNPRINTABLE.search(url) or "\\" in url:
-            raise self._blocked(
-                f"the URL {url!r:.200} has whitespace, control characters or a backslash"
-            )
+            raise self._blocked(f"{_shown(url)} has whitespace, control characters or a backslash")
         # The rest depends on the scheme and authority alone: one verdict per origin.
         prefix = _ORIGIN.match(url)
         if prefix is None:
@@ -123,7 +144,7 @@ class EgressPolicy:
             parts = urllib.parse.urlsplit(url)
             port = parts.port
         except ValueError as exc:
-            raise self._blocked(f"the URL {url!r:.200} cannot be parsed: {exc}") from None
+            raise self._blocked(f"{_shown(url)} cannot be parsed: {exc}") from None
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:
             raise self._blocked(f"scheme {scheme or '(none)'!r} is not http or https")
@@ -131,7 +152,7 @@ class EgressPolicy:
             raise self._blocked("the URL carries user information (user:password@)")
         host = parts.hostname or ""
         if not host:
-            raise self._blocked(f"the URL {url!r:.200} names no host")
+            raise self._blocked(f"{_shown(url)} names no host")
         target = Target(scheme, host, port or _DEFAULT_PORTS[scheme])
         address = literal_address(host)
         if address is not None:
@@ -159,7 +180,25 @@ class EgressPolicy:
             self.check_address(literal, host)
             return (str(literal),)
         deadline = self.resolve_timeout if timeout is None else min(timeout, self.resolve_timeout)
-        return self.checked(host, self.resolver.resolve(host, port, deadline))
+        cached = self.resolver.cached(host)
+        if cached is not None:
+            return self.checked(host, cached)
+        key = host.lower()
+        with self._resolving_lock:
+            if key not in self._resolving and len(self._resolving) >= RESOLVING_PER_CLIENT:
+                raise self._blocked(
+                    f"resolving {host!r}: this client is already resolving "
+                    f"{RESOLVING_PER_CLIENT} other names (lookups that do not answer keep "
+                    "their threads)"
+                )
+            self._resolving[key] = self._resolving.get(key, 0) + 1
+        try:
+            return self.checked(host, self.resolver.resolve(host, port, deadline))
+        finally:
+            with self._resolving_lock:
+                left = self._resolving.pop(key) - 1
+                if left:
+                    self._resolving[key] = left
 
     def checked(self, host: str, found: tuple[str, ...]) -> tuple[str, ...]:
         """``found`` (what ``host`` resolved to) when every address may be dialed, else

@@ -15,10 +15,13 @@ from collections.abc import Callable, Iterable
 
 from expediter.errors import EgressBlocked
 
-__all__ = ["DEFAULT_TTL", "Lookup", "Resolver", "system_lookup"]
+__all__ = ["DEFAULT_TTL", "LOOKUP_THREADS", "Lookup", "Resolver", "system_lookup"]
 
 #: Seconds a resolution is reused.
 DEFAULT_TTL = 30.0
+#: Threads lookups run on, shared by the process (a lookup past its deadline keeps its thread
+#: until the system resolver gives up; see ``EgressPolicy``'s per-client limit).
+LOOKUP_THREADS = 32
 #: ``lookup(host, port) -> addresses``: the addresses a name resolves to, as text.
 Lookup = Callable[[str, int], Iterable[str]]
 
@@ -32,7 +35,7 @@ def _resolver_threads() -> concurrent.futures.ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=8, thread_name_prefix="expediter-resolve"
+                max_workers=LOOKUP_THREADS, thread_name_prefix="expediter-resolve"
             )
         return _pool
 
@@ -63,6 +66,8 @@ class Resolver:
         self.ttl = ttl
         self._clock = clock
         self._cache: dict[str, tuple[float, tuple[str, ...]]] = {}
+        #: Lookups under way, by name: callers asking for the same name share one.
+        self._pending: dict[str, concurrent.futures.Future[Iterable[str]]] = {}
         self._lock = threading.Lock()
 
     def cached(self, host: str) -> tuple[str, ...] | None:
@@ -79,11 +84,18 @@ class Resolver:
         found = self.cached(key)
         if found is not None:
             return found
-        future = _resolver_threads().submit(self.lookup, key, port)
+        started = False
+        with self._lock:
+            future = self._pending.get(key)
+            if future is None or future.done():
+                future = _resolver_threads().submit(self.lookup, key, port)
+                self._pending[key] = future
+                started = True
+        if started:  # outside the lock: a finished lookup runs its callback right here
+            future.add_done_callback(lambda done: self._forget(key, done))
         try:
             answer = future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
-            future.cancel()
             raise EgressBlocked(f"resolving {host!r} took longer than {timeout:g} s") from None
         except (OSError, UnicodeError, ValueError) as exc:
             raise EgressBlocked(f"resolving {host!r} failed: {exc}") from None
@@ -92,6 +104,11 @@ class Resolver:
             with self._lock:
                 self._cache[key] = (self._clock() + self.ttl, found)
         return found
+
+    def _forget(self, key: str, done: concurrent.futures.Future[Iterable[str]]) -> None:
+        with self._lock:
+            if self._pending.get(key) is done:
+                del self._pending[key]
 
     def clear(self) -> None:
         """Forget every cached answer."""

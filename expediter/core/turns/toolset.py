@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -76,6 +77,18 @@ def _optional_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any] | No
     return None if value is None else dict(value)
 
 
+def _snapshot(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A deep copy of a configuration (the configuration itself when it holds something that
+    cannot be copied: then it is digested as it is at each load)."""
+    if config is None:
+        return None
+    try:
+        return copy.deepcopy(dict(config))
+    except Exception:
+        logger.debug("a tool instance's configuration cannot be copied", exc_info=True)
+        return config
+
+
 def _overrides(value: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Any]:
     return {str(name): dict(item) for name, item in (value or {}).items()}
 
@@ -104,13 +117,18 @@ class ToolInstance:
     stored: bool = False
     #: The stored instance's revision (changes with its configuration).
     revision: int | None = None
-    #: A digest of ``config`` as it was when this instance was made: the key its loaded tool
-    #: is found by, taken once rather than on every call (a large configuration, such as an
-    #: imported API's actions, would otherwise be hashed per call).
+    #: ``config`` as it was when this instance was made (a deep copy): what its tool is
+    #: loaded with, so changing ``config`` afterwards changes nothing that runs.
+    snapshot: Mapping[str, Any] | None = attrs.field(init=False, eq=False, repr=False)
+    #: A digest of ``snapshot``: the key its loaded tool is found by, taken once rather than
+    #: on every call (a large configuration, such as an imported API's actions, would
+    #: otherwise be hashed per call).
     config_digest: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "config_digest", config_key(self.config))
+        snapshot = _snapshot(self.config)
+        object.__setattr__(self, "snapshot", snapshot)
+        object.__setattr__(self, "config_digest", config_key(snapshot))
 
     @classmethod
     def coerce(cls, value: ToolInstance | Mapping[str, Any]) -> ToolInstance:
@@ -510,8 +528,9 @@ class Offers:
             instance.tool,
             user_id,
             instance_id=instance_id,
-            config=instance.config,
+            config=instance.snapshot,
             owner_id=instance.owner_id,
+            digest=instance.config_digest if instance.snapshot is not instance.config else None,
         )
         context = CallContext(
             user_id=user_id, owner_id=instance.owner_id, instance_id=instance_id, tool=instance.tool

@@ -4,6 +4,7 @@ every call. Names resolve only through injected lookups."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -203,3 +204,67 @@ def test_the_lookup_gets_the_lowercased_name_and_port() -> None:
 
     Resolver(lookup=recording).resolve("API.Example.TEST", 8443)
     assert seen == [("api.example.test", 8443)]
+
+
+def test_callers_asking_for_one_name_share_one_lookup() -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow(host: str, port: int) -> list[str]:
+        calls.append(host)
+        release.wait(5)
+        return ["93.184.216.34"]
+
+    resolver = Resolver(slow)
+    results: list[tuple[str, ...]] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(resolver.resolve("a.test", 80, 5)))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert calls == ["a.test"]
+    assert results == [("93.184.216.34",)] * 4
+
+
+def test_one_client_cannot_hold_every_lookup_thread() -> None:
+    from expediter.core.netguard.policy import RESOLVING_PER_CLIENT
+
+    release = threading.Event()
+
+    def hang(host: str, port: int) -> list[str]:
+        if host.startswith("hang"):
+            release.wait(10)
+        return ["93.184.216.34"]
+
+    resolver = Resolver(hang)
+    greedy = EgressPolicy(resolver=resolver, resolve_timeout=5)
+
+    def resolve(name: str) -> None:
+        with contextlib.suppress(EgressBlocked):  # past its deadline, or answered at release
+            greedy.addresses(name, 80)
+
+    stuck = [
+        threading.Thread(target=resolve, args=(f"hang{n}.test",))
+        for n in range(RESOLVING_PER_CLIENT)
+    ]
+    try:
+        for thread in stuck:
+            thread.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        with pytest.raises(EgressBlocked) as refused:
+            greedy.addresses("hang-more.test", 80)
+        assert time.monotonic() - started < 0.5
+        assert "already resolving" in refused.value.reason
+        # Another client (another policy) still resolves.
+        other = EgressPolicy(resolver=resolver)
+        assert other.addresses("fine.test", 80) == ("93.184.216.34",)
+    finally:
+        release.set()
+        for thread in stuck:
+            thread.join(10)
