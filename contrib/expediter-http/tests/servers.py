@@ -192,11 +192,15 @@ class TestServer:
                 sock, address = self.socket.accept()
                 if tls is not None:
                     sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                    # The handshake runs on the accepting thread: a client that never sends
+                    # its hello must not stop the server (or its shutdown) for good.
+                    sock.settimeout(5)
                     try:
                         sock.do_handshake()
                     except (ssl.SSLError, OSError):
                         sock.close()
                         raise
+                    sock.settimeout(None)
                     sni_seen[id(sock)] = getattr(sock, "_expediter_sni", None)
                 return sock, address
 

@@ -136,6 +136,69 @@ def test_yaml_only_values_become_json() -> None:
     assert operation["parameters"][0]["schema"]["default"] == "2024-01-31"
 
 
+def alias_bomb(levels: int = 7) -> str:
+    """A YAML document of a few hundred bytes whose aliases expand to ``10**levels`` values."""
+    lines = ["openapi: 3.0.0", "info: {title: t, version: '1'}", "paths: {}", "x-bomb:"]
+    lines.append("  l0: &l0 [x,x,x,x,x,x,x,x,x,x]")
+    for level in range(1, levels):
+        lines.append(f"  l{level}: &l{level} [" + ",".join([f"*l{level - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_a_value_error_quickly() -> None:
+    text = alias_bomb()
+    assert len(text) < 1000
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"expands to more than [0-9,]+ values \(YAML aliases\?\)"):
+        load_document(text)
+    assert time.monotonic() - started < 2
+
+
+def test_a_yaml_alias_bomb_exits_2_from_the_command_line(
+    expediter_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from expediter.cli import cli
+    from expediter.core.instances.keys import generate_key
+
+    monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["http", "import", str(path), "--name", "bomb"])
+    assert time.monotonic() - started < 2
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "expands to more than" in result.stderr
+    assert "(YAML aliases?)" in result.stderr
+
+
+def test_aliases_that_repeat_a_little_still_import() -> None:
+    text = """\
+openapi: 3.0.0
+servers: [{url: 'https://api.test'}]
+x-shared:
+  id: &id {name: id, in: path, required: true, schema: &string {type: string, maxLength: 9}}
+  colors: &colors [red, green, blue]
+paths:
+  /a/{id}:
+    get:
+      parameters: [*id, {name: color, in: query, schema: {type: string, enum: *colors}}]
+      responses: {'200': {description: ok}}
+  /b/{id}:
+    get:
+      parameters: [*id, {name: note, in: query, schema: *string}]
+      responses: {'200': {description: ok}}
+"""
+    spec = import_spec(load_document(text))
+    check_stored(spec)
+    (a, b) = sorted(spec.actions, key=lambda action: action.path)
+    assert [p.name for p in a.parameters] == ["id", "color"]
+    assert a.parameters[1].schema == {"type": "string", "enum": ["red", "green", "blue"]}
+    assert b.parameters[0].schema == b.parameters[1].schema == {"type": "string", "maxLength": 9}
+
+
 def test_shared_yaml_aliases_cannot_blow_up_the_import() -> None:
     lines = ["openapi: 3.0.0", "servers: [{url: 'https://api.test'}]", "x-defs:"]
     lines.append("  l0: &l0 {type: object, properties: {a: {type: string}, b: {type: string}}}")
@@ -152,9 +215,58 @@ def test_shared_yaml_aliases_cannot_blow_up_the_import() -> None:
         "      responses: {'200': {description: ok}}",
     ]
     started = time.monotonic()
-    spec = import_spec(load_document("\n".join(lines) + "\n"))
+    with pytest.raises(ValueError, match=r"\(YAML aliases\?\)"):
+        load_document("\n".join(lines) + "\n")
+    assert time.monotonic() - started < 2
+
+
+def test_shared_refs_cannot_blow_up_the_import() -> None:
+    schemas: dict[str, Any] = {
+        "L0": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    }
+    for level in range(1, 40):
+        below = {"$ref": f"#/components/schemas/L{level - 1}"}
+        schemas[f"L{level}"] = {"type": "object", "properties": {"a": below, "b": below}}
+    content = {"application/json": {"schema": {"$ref": "#/components/schemas/L39"}}}
+    started = time.monotonic()
+    spec = import_spec(
+        doc(
+            {"/bomb": {"post": op(requestBody={"content": content})}},
+            components={"schemas": schemas},
+        )
+    )
     assert time.monotonic() - started < 20
     assert mentions(spec, "POST /bomb", "nests more than") or mentions(spec, "too large")
+    check_stored(spec)
+
+
+def values_in(data: Any) -> int:
+    if isinstance(data, dict):
+        return 1 + sum(values_in(item) for item in data.values())
+    if isinstance(data, list):
+        return 1 + sum(values_in(item) for item in data)
+    return 1
+
+
+@pytest.mark.parametrize("keyword", ["enum", "default", "const", "examples"])
+def test_values_copied_through_refs_count_against_the_schema_budget(keyword: str) -> None:
+    from expediter_http.openapi.schemas import SCHEMA_NODES
+
+    big = list(range(5_000))
+    value = big if keyword in ("enum", "examples") else {"items": big}
+    schemas = {"Big": {keyword: value}}
+    properties = {f"p{i}": {"$ref": "#/components/schemas/Big"} for i in range(20)}
+    body = {"content": {"application/json": {"schema": {"properties": properties}}}}
+    paths = {f"/op{i}": {"post": op(requestBody=body)} for i in range(30)}
+    started = time.monotonic()
+    spec = import_spec(doc(paths, components={"schemas": schemas}))
+    assert time.monotonic() - started < 10
+    # Without the budget: 30 operations x 20 properties x 5,000 values = 3 million.
+    assert values_in(spec.config()) < 30 * (SCHEMA_NODES + 100)
+    assert mentions(spec, "POST /op0", "too large", repr(keyword), "left out")
+    kept = spec.actions[0].body
+    assert kept is not None
+    assert kept.schema["properties"]["p0"] == {keyword: value}
     check_stored(spec)
 
 

@@ -4,10 +4,13 @@ Parameters are serialized as OpenAPI styles them (RFC 6570 where OpenAPI defers 
 
 - path: ``simple`` (default), ``label``, ``matrix``. Every value is percent-encoded with
   nothing left safe, so ``/``, ``?``, ``#``, ``%`` and spaces in a value stay inside their
-  segment; a value made only of dots (``.``, ``..``) is sent as ``%2E`` runs so it can never
-  be a dot-segment. An empty ``simple`` value is refused (``/users/{id}`` would become
-  ``/users/``, another resource), and so is any expansion that leaves a ``.`` or ``..``
-  segment the template did not have.
+  segment (``.`` is unreserved and left as it is: ``report.pdf``, ``a..b``). A value made
+  only of dots (``.``, ``..``, ``...``; for arrays and objects, any item, key or value) is
+  refused: sending it as ``%2E`` runs would not help, since WHATWG URL parsers, nginx and
+  many proxies read ``%2E%2E`` as ``..`` and would walk out of the action's path. An empty
+  ``simple`` value is refused (``/users/{id}`` would become ``/users/``, another resource),
+  and so is any expansion that leaves a segment the template did not have made only of
+  ``.`` and ``%2E`` (before any ``;`` path parameter, which Tomcat and Jetty strip).
 - query: ``form`` (default, explode true), ``spaceDelimited`` (``%20``), ``pipeDelimited``
   (``%7C``), ``deepObject`` (``name%5Bkey%5D=value``: brackets percent-encoded, which Rack,
   PHP, qs and Spring decode before reading the brackets; nested objects nest the brackets,
@@ -290,9 +293,20 @@ def _check_json(value: Any, argument: str) -> None:
     )
 
 
-def _path_quote(text: str) -> str:
+#: A path segment a server may resolve as ``.`` or ``..``: dots and ``%2E`` only, before any
+#: ``;`` path parameter (Tomcat and Jetty drop ``;...`` before resolving dot-segments).
+_DOT_SEGMENT = re.compile(r"(?:\.|%2[eE])+(?:;.*)?", re.DOTALL)
+
+
+def _path_quote(text: str, spec: ParameterSpec) -> str:
+    """One path value (or item, key) percent-encoded; a value made only of dots is refused."""
     if text and text.strip(".") == "":
-        return "%2E" * len(text)
+        raise ArgumentError(
+            f"argument {spec.argument!r} (path parameter {spec.name!r}) is made only of "
+            "dots: a path value made only of dots would leave the action's path; supply the "
+            "resource's real identifier (one with characters other than '.')",
+            parameter=spec.argument,
+        )
     return quote(text, safe="")
 
 
@@ -302,16 +316,20 @@ def _path_value(spec: ParameterSpec, value: Any) -> str:
     explode = bool(spec.explode)
     argument = spec.argument
     if isinstance(value, list | tuple):
-        texts = [_path_quote(parameter_text(v, argument=argument)) for v in value if v is not None]
+        texts = [
+            _path_quote(parameter_text(v, argument=argument), spec) for v in value if v is not None
+        ]
         pairs: list[tuple[str, str]] | None = None
     elif isinstance(value, Mapping):
         texts = []
-        pairs = [(_path_quote(k), _path_quote(v)) for k, v in _object_items(value, argument)]
+        pairs = [
+            (_path_quote(k, spec), _path_quote(v, spec)) for k, v in _object_items(value, argument)
+        ]
     else:
-        texts = [_path_quote(parameter_text(value, argument=argument))]
+        texts = [_path_quote(parameter_text(value, argument=argument), spec)]
         pairs = None
         if style == "matrix":
-            name = _path_quote(spec.name)
+            name = quote(spec.name, safe="")
             return f";{name}={texts[0]}" if texts[0] else f";{name}"
     if style == "simple":
         if pairs is None:
@@ -334,7 +352,7 @@ def _path_value(spec: ParameterSpec, value: Any) -> str:
             return "." + ".".join(f"{k}={v}" for k, v in pairs)
         return "." + ",".join(part for pair in pairs for part in pair)
     if style == "matrix":
-        name = _path_quote(spec.name)
+        name = quote(spec.name, safe="")
         if pairs is None:
             if explode:
                 return "".join(f";{name}={text}" for text in texts) or f";{name}"
@@ -349,17 +367,17 @@ def _path_value(spec: ParameterSpec, value: Any) -> str:
     )
 
 
-def _dot_segments(path: str) -> int:
-    return sum(segment in (".", "..") for segment in path.split("/"))
-
-
 def _expand_path(action: HttpAction, values: Mapping[str, str]) -> str:
     """The action's path with its placeholders replaced (literal text encoded where unsafe)."""
     template = action.path
     pieces: list[str] = []
+    #: Where each placeholder's expansion lies in the path, and its parameter's name.
+    spans: list[tuple[int, int, str]] = []
+    length = 0
     position = 0
     for match in _PLACEHOLDER.finditer(template):
         pieces.append(quote(template[position : match.start()], safe=_PATH_LITERAL_SAFE))
+        length += len(pieces[-1])
         name = match.group(1)
         if name not in values:
             raise ConfigError(
@@ -368,15 +386,35 @@ def _expand_path(action: HttpAction, values: Mapping[str, str]) -> str:
                 parameter=name,
             )
         pieces.append(values[name])
+        spans.append((length, length + len(values[name]), name))
+        length += len(values[name])
         position = match.end()
     pieces.append(quote(template[position:], safe=_PATH_LITERAL_SAFE))
     path = "".join(pieces)
-    if _dot_segments(path) > _dot_segments(template):
-        raise ArgumentError(
-            f"{action.name}: the path parameters make a '.' or '..' segment in "
-            f"{echo(path, 120)}; supply non-empty values",
-            parameter=next((p.argument for p in action.parameters if p.location == "path"), None),
-        )
+    start = 0
+    for segment in path.split("/"):
+        end = start + len(segment)
+        if _DOT_SEGMENT.fullmatch(segment):
+            # Only a segment a value helped make counts; the template's own text is the
+            # action author's.
+            names = [name for first, last, name in spans if first <= end and last >= start]
+            if names:
+                argument = next(
+                    (
+                        p.argument
+                        for p in action.parameters
+                        if p.location == "path" and p.name == names[0]
+                    ),
+                    names[0],
+                )
+                raise ArgumentError(
+                    f"{action.name}: argument {argument!r} makes the path segment "
+                    f"{echo(segment, 60)} in {echo(path, 120)}, which a server may read as "
+                    "'.' or '..'; a path value made only of dots would leave the action's "
+                    "path, so supply a value with other characters",
+                    parameter=argument,
+                )
+        start = end + 1
     return path
 
 

@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import urllib.parse
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -126,18 +127,59 @@ def _strip(headers: list[tuple[str, str]], secret: Iterable[str]) -> list[tuple[
     return [(name, value) for name, value in headers if name.lower() not in names]
 
 
+class _Unreadable(Exception):
+    """The body is in a content coding the pack does not read."""
+
+
+def _decoder(response: httpx.Response) -> Any:
+    """A zlib decompressor for the response's content coding, or None for identity. One coding
+    at most: stacked codings multiply what a few bytes on the wire unpack to."""
+    codings = [
+        part.strip().lower()
+        for part in response.headers.get("content-encoding", "").split(",")
+        if part.strip() and part.strip().lower() != "identity"
+    ]
+    if not codings:
+        return None
+    if len(codings) > 1:
+        raise _Unreadable(f"more than one content coding ({', '.join(codings)[:80]})")
+    if codings[0] in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if codings[0] == "deflate":
+        return zlib.decompressobj()
+    raise _Unreadable(f"content coding {codings[0][:40]!r}")
+
+
 def _read(response: httpx.Response, limits: Limits, deadline: float) -> bytes | None:
-    """The decoded body, or None when it is larger than the cap; TimeoutError past the
+    """The body, decoded, or None when it is larger than the cap: the cap holds for what a
+    compressed body unpacks to, checked while unpacking (never after); TimeoutError past the
     deadline."""
+    decoder = _decoder(response)
+    cap = limits.max_response_bytes
     chunks: list[bytes] = []
     size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > limits.max_response_bytes:
-            return None
-        chunks.append(chunk)
+    for raw in response.iter_raw():
+        pending = raw
+        while pending:
+            if decoder is None:
+                piece, pending = pending, b""
+            else:
+                piece = decoder.decompress(pending, cap - size + 1)
+                pending = decoder.unconsumed_tail
+            size += len(piece)
+            if size > cap:
+                return None
+            chunks.append(piece)
+            if decoder is not None and not piece and pending:
+                raise _Unreadable("the compressed body does not decode")
         if time.monotonic() > deadline:
             raise TimeoutError
+    if decoder is not None:
+        rest = decoder.flush()
+        size += len(rest)
+        if size > cap:
+            return None
+        chunks.append(rest)
     return b"".join(chunks)
 
 
@@ -200,7 +242,7 @@ def _exchange(
         except httpx.TransportError as exc:
             return expediter.ToolResult(
                 status="error",
-                error=f"the request to {_origin(url)} failed: {type(exc).__name__}: {exc}",
+                error=f"the request to {_origin(url)} failed: {_transport_error(exc)}",
             )
         try:
             location = response.headers.get("location")
@@ -208,7 +250,7 @@ def _exchange(
                 target = urllib.parse.urljoin(url, location)
                 problem = policy.redirect_problem(url, target)
                 if problem is not None:
-                    raise EgressBlocked(f"redirect {hop + 1} to {target[:200]!r}: {problem}")
+                    raise EgressBlocked(f"redirect {hop + 1} to {_origin(target)}: {problem}")
                 if not same_origin(url, target):
                     headers = _strip(headers, secret_headers)
                 if response.status_code == 303 or (
@@ -224,10 +266,17 @@ def _exchange(
                 return _timed_out(limits, budget)
             except TimeoutError:
                 return _timed_out(limits, budget)
+            except (_Unreadable, zlib.error) as exc:
+                envelope = _envelope(response, None, False)
+                return expediter.ToolResult(
+                    value=envelope,
+                    status="error",
+                    error=f"the response body cannot be read: {exc}",
+                )
             except httpx.TransportError as exc:
                 return expediter.ToolResult(
                     status="error",
-                    error=f"reading the response of {_origin(url)} failed: {exc}",
+                    error=f"reading the response of {_origin(url)} failed: {_transport_error(exc)}",
                 )
             if data is None:
                 envelope = _envelope(response, None, False)
@@ -264,6 +313,16 @@ def _status_error(response: httpx.Response, body: Any, binary: bool) -> str:
     if len(excerpt) > ERROR_EXCERPT:
         excerpt = excerpt[:ERROR_EXCERPT] + "..."
     return f"{text}: {excerpt}" if excerpt else text
+
+
+def _transport_error(exc: Exception) -> str:
+    """What a transport error says, without what a protocol error quotes of the request (h11
+    repeats a header's value, which may be a credential)."""
+    import httpx
+
+    if isinstance(exc, httpx.ProtocolError):
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _timed_out(limits: Limits, budget: float) -> expediter.ToolResult:
@@ -304,16 +363,14 @@ class _QuerySecrets(logging.Filter):
 
 def _mask_query(url: str, names: set[str]) -> str:
     for name in names:
-        url = re.sub(
-            rf"([?&]{re.escape(urllib.parse.quote(name, safe=''))}=)[^&#\s]*", r"\1***", url
-        )
+        url = re.sub(rf"([?&]{re.escape(urllib.parse.quote_plus(name))}=)[^&#\s]*", r"\1***", url)
     return url
 
 
 def hide_in_client_logs(parameter: str) -> None:
     """Mask the value of query parameter ``parameter`` (a credential) wherever httpx logs a
     request URL (its INFO line ``HTTP Request: GET ...?api_key=...``)."""
-    if parameter in _HIDDEN_QUERY:
+    if parameter in _HIDDEN_QUERY or len(_HIDDEN_QUERY) >= 1000:
         return
     with _hidden_lock:
         if not _HIDDEN_QUERY:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import http.cookiejar
+import re
 import ssl
 import threading
 import urllib.parse
@@ -31,11 +32,13 @@ from expediter_http.validation import ArgumentsCheck
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "HttpTool"]
+__all__ = ["MAX_RESPONSE_BYTES", "MAX_TIMEOUT", "HttpTool"]
 
 #: The most of a response body any instance keeps in memory, whatever its configuration says
 #: (an instance's owner may be any user).
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+#: The longest any call may take, whatever an instance's configuration says.
+MAX_TIMEOUT = 600.0
 
 _FIELDS = (
     expediter.ConfigField(
@@ -77,7 +80,10 @@ _FIELDS = (
     ),
     expediter.ConfigField("max_redirects", type="integer", default=5),
     expediter.ConfigField(
-        "timeout", type="number", default=30.0, description="Seconds for a whole call."
+        "timeout",
+        type="number",
+        default=30.0,
+        description="Seconds for a whole call (at most 600).",
     ),
     expediter.ConfigField(
         "max_response_bytes",
@@ -108,6 +114,35 @@ class _NoCookies(http.cookiejar.DefaultCookiePolicy):
 
     def return_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
         return False
+
+
+#: An HTTP field name (RFC 9110 token).
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: What a field value may not hold: control characters other than tab.
+_UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _check_header(name: str, value: str) -> None:
+    """ConfigError for a configured header a request cannot carry; the value is never
+    repeated (it may be a credential)."""
+    if not _TOKEN.fullmatch(name):
+        raise ConfigError(
+            f"http: header name {name[:60]!r} is not a valid HTTP field name; fix the instance's "
+            "headers, secret_headers or security"
+        )
+    if _UNSENDABLE.search(value) or (not value.isascii() and not _latin1(value)):
+        raise ConfigError(
+            f"http: the value of header {name!r} holds control characters or text outside "
+            "Latin-1, which no request can carry; fix the instance's configuration"
+        )
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _number(config: Mapping[str, Any], name: str, default: float, low: float) -> float:
@@ -150,7 +185,7 @@ class HttpTool(expediter.Toolbox):
         """The call's caps from the configuration (read once)."""
         config = self.config
         return Limits(
-            timeout=_number(config, "timeout", 30.0, 0.001),
+            timeout=min(_number(config, "timeout", 30.0, 0.001), MAX_TIMEOUT),
             max_response_bytes=min(
                 int(_number(config, "max_response_bytes", 1_000_000, 0)), MAX_RESPONSE_BYTES
             ),
@@ -193,6 +228,8 @@ class HttpTool(expediter.Toolbox):
                     verify=verify,
                     inner=self.network,
                     cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+                    # Only the codings the pack reads (under its size cap) are offered.
+                    headers={"Accept-Encoding": "gzip, deflate"},
                 )
                 found = self._clients[networks] = (policy, client)
         return found
@@ -310,6 +347,8 @@ class HttpTool(expediter.Toolbox):
                 quoted = urllib.parse.quote(str(value), safe="")
                 cookies.append((parameter, quoted))
                 derived.add(quoted)
+        for name, value in pairs:
+            _check_header(name, value)
         # The configured headers win over header parameters of the same name.
         taken = {name.lower() for name, _ in pairs}
         request = attrs.evolve(prepared, cookies=cookies)

@@ -2,7 +2,9 @@
 
 Whatever the parser returns is copied into JSON data (string keys, dates as ISO text), so the
 configuration the import writes can be stored as JSON. A document too large, too deeply nested,
-or containing itself (a YAML alias cycle) is a ValueError, never a crash.
+containing itself (a YAML alias cycle) or whose YAML aliases repeat more than
+``MAX_ALIAS_VALUES`` values (an alias bomb: a few hundred bytes that expand to millions of
+values once copied) is a ValueError, never a crash.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from expediter.core.records.text import echo, truncate
 
 __all__ = [
+    "MAX_ALIAS_VALUES",
     "MAX_DOCUMENT_BYTES",
     "MAX_NESTING",
     "document_version",
@@ -31,6 +34,10 @@ __all__ = [
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 #: How deeply a document may nest (deeper ones are refused, not crashed on).
 MAX_NESTING = 256
+#: How many values a document's shared parts (YAML aliases) may add when expanded, beyond the
+#: values written out in it: the schemas' ``TOTAL_NODES``. Every value of the expanded tree
+#: counts, a shared part once for each place it appears.
+MAX_ALIAS_VALUES = 2_000_000
 # A string longer than this is a document's text, never a path.
 _PATH_LIMIT = 4096
 
@@ -121,36 +128,67 @@ def _key(key: Any) -> str:
 
 def plain_data(value: Any) -> Any:
     """``value`` as JSON data (string keys, dates as ISO text); shared YAML aliases stay
-    shared, a YAML alias cycle or nesting deeper than MAX_NESTING is a ValueError."""
-    return _plain(value, 0, set(), {})
+    shared, a YAML alias cycle, nesting deeper than MAX_NESTING or aliases that repeat more
+    than MAX_ALIAS_VALUES values (counted as if expanded) is a ValueError."""
+    return _Plain().convert(value, 0)
 
 
-def _plain(value: Any, depth: int, active: set[int], memo: dict[int, Any]) -> Any:
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else str(value)
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if not isinstance(value, Mapping | list | tuple | set | frozenset):
-        return str(value)
-    if id(value) in memo:
-        return memo[id(value)]
-    if id(value) in active:
-        raise ValueError("the document contains itself (a YAML alias cycle); remove the cycle")
-    if depth >= MAX_NESTING:
-        raise ValueError(f"the document nests more than {MAX_NESTING} levels deep")
-    active.add(id(value))
-    if isinstance(value, Mapping):
-        result: Any = {_key(k): _plain(v, depth + 1, active, memo) for k, v in value.items()}
-    else:
-        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
-        result = [_plain(item, depth + 1, active, memo) for item in items]
-    active.discard(id(value))
-    memo[id(value)] = result
-    return result
+class _Plain:
+    """One conversion: the objects met so far and how many values the expanded tree has."""
+
+    def __init__(self) -> None:
+        #: Containers being converted (a cycle meets one again).
+        self.active: set[int] = set()
+        #: Each container converted, by id, and how many values it expands to.
+        self.memo: dict[int, tuple[Any, int]] = {}
+        #: Values in the expanded tree, and those met for the first time (the written ones).
+        self.expanded = 0
+        self.written = 0
+
+    def convert(self, value: Any, depth: int) -> Any:
+        self.expanded += 1
+        if value is None or isinstance(value, str | bool | int):
+            self.written += 1
+            return value
+        if isinstance(value, float):
+            self.written += 1
+            return value if value == value and abs(value) != float("inf") else str(value)
+        if isinstance(value, datetime.date):
+            self.written += 1
+            return value.isoformat()
+        if isinstance(value, bytes):
+            self.written += 1
+            return base64.b64encode(value).decode("ascii")
+        if not isinstance(value, Mapping | list | tuple | set | frozenset):
+            self.written += 1
+            return str(value)
+        if id(value) in self.memo:
+            # A shared part again: it costs its whole expanded size, as any copy of it will.
+            shared, size = self.memo[id(value)]
+            self.expanded += size - 1
+            if self.expanded - self.written > MAX_ALIAS_VALUES:
+                raise ValueError(
+                    f"the document expands to more than {self.written + MAX_ALIAS_VALUES:,} "
+                    f"values (YAML aliases?): its aliases repeat more than "
+                    f"{MAX_ALIAS_VALUES:,} values; write each shared part out once (a $ref "
+                    "to components) instead of repeating it with YAML aliases"
+                )
+            return shared
+        if id(value) in self.active:
+            raise ValueError("the document contains itself (a YAML alias cycle); remove the cycle")
+        if depth >= MAX_NESTING:
+            raise ValueError(f"the document nests more than {MAX_NESTING} levels deep")
+        self.written += 1
+        before = self.expanded - 1
+        self.active.add(id(value))
+        if isinstance(value, Mapping):
+            result: Any = {_key(k): self.convert(v, depth + 1) for k, v in value.items()}
+        else:
+            items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+            result = [self.convert(item, depth + 1) for item in items]
+        self.active.discard(id(value))
+        self.memo[id(value)] = (result, self.expanded - before)
+        return result
 
 
 def document_version(document: Mapping[str, Any]) -> str:

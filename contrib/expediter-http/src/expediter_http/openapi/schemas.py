@@ -8,6 +8,10 @@ strings (3.0 ``format: binary``, 3.1 ``contentMediaType`` alone, 2.0 ``type: fil
 ``BINARY``, which the tool sends decoded; base64 text (3.0 ``format: byte``, 3.1
 ``contentEncoding: base64``) is noted as such in the description. Every cut is reported
 through ``report``.
+
+Every schema node, and every value copied as it is (``default``, ``enum``, ``const``,
+``examples`` ...), counts against the node budget: a reference repeats its target, so a value
+too large for what is left is left out (and reported) rather than copied again and again.
 """
 
 from __future__ import annotations
@@ -150,6 +154,17 @@ class References:
             elif key in _SCHEMA_ONE and not isinstance(value, bool):
                 out[key] = self._convert(value, where, refs, depth + 1, walk)
             else:
+                if isinstance(value, Mapping | list):
+                    walk.used += _values(value, walk.limit - walk.used)
+                    if walk.used > walk.limit:
+                        if not walk.cut:
+                            walk.cut = True
+                            self.report(
+                                f"{where}: the schema is too large to inline; its "
+                                f"{echo(key, 40)} value is left out and its remaining parts "
+                                "accept any value"
+                            )
+                        continue
                 out[key] = value
         return self._finish(out, node, where)
 
@@ -211,6 +226,21 @@ class References:
         if node.get("nullable") is True or node.get("x-nullable") is True:
             out = nullable(out)
         return out
+
+
+def _values(value: Any, limit: int) -> int:
+    """How many values ``value`` has (itself included, a shared part once for each place),
+    counted up to one more than ``limit``."""
+    count = 0
+    pending = [value]
+    while pending and count <= limit:
+        item = pending.pop()
+        count += 1
+        if isinstance(item, Mapping | list):
+            if count + len(item) > limit:
+                return count + len(item)  # each item is at least one value: over already
+            pending.extend(item.values() if isinstance(item, Mapping) else item)
+    return count
 
 
 def nullable(schema: dict[str, Any]) -> dict[str, Any]:
