@@ -367,3 +367,41 @@ def test_cookies_a_server_sets_are_never_sent_back(server, http_host):
     assert "set-cookie" not in first.result["headers"]
     assert server.received[1].header("Cookie") is None
     assert server.connections == 1
+
+
+# --- review: secrets in refusals and protocol errors ----------------------------------------
+
+
+def test_a_header_value_no_request_can_carry_is_refused_without_repeating_it(server, http_host):
+    tool_instance = instance(
+        server.url, get("/echo"), secret_headers={"X-Api-Key": "sk-live-123456789\n"}
+    )
+    host = http_host(record_calls=True)
+    event = call(host, tool_instance, "get", {})
+    assert event.status == "error"
+    assert event.error_type == "ArgumentError"  # a ConfigError is one
+    assert "X-Api-Key" in event.error
+    assert "sk-live" not in event.error
+    row = host.ledger.get(event.key)
+    assert row is not None
+    assert "sk-live" not in json.dumps(row.to_dict())
+    assert not server.received
+
+
+def test_a_refused_redirect_names_only_the_origin_in_the_ledger_and_log(server, http_host, caplog):
+    server.route("GET", "/echo", Reply(status=302, headers={"Location": "#a b"}))
+    tool_instance = credentialed(
+        server.url, scoped("query_key", "key_query"), follow_redirects=True
+    )
+    host = http_host(record_calls=True)
+    with caplog.at_level(logging.INFO):
+        event = call(host, tool_instance, "query_key", {})
+    assert event.status == "error"
+    assert event.error_type == "EgressBlocked"
+    row = host.ledger.get(event.key)
+    assert row is not None
+    assert row.error.startswith("blocked by egress policy: ")
+    assert server.url.split("//")[1] in row.error
+    for text in (row.error, caplog.text, json.dumps(row.to_dict())):
+        assert SECRETS["key_query"] not in text
+        assert "qry-SECRET" not in text
