@@ -22,7 +22,6 @@ from expediter.core.environment import (
     split_names,
     split_paths,
 )
-from expediter.core.netguard.addresses import parse_networks
 from expediter.core.records.redaction import mask_url
 
 __all__ = [
@@ -113,6 +112,9 @@ def _networks(text: str | None) -> tuple[str, ...]:
     typo stops the host here, not at the first request)."""
     if not text:
         return ()
+    # Imported only when the variable is set: `expediter --help` reads this module.
+    from expediter.core.netguard.addresses import parse_networks
+
     try:
         networks = parse_networks(item for item in text.replace(",", " ").split() if item)
     except ValueError as exc:

@@ -47,6 +47,10 @@ def _parameters(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return value or _empty_object_schema()
 
 
+def _texts(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _fixed(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return value or {}
 
@@ -150,7 +154,7 @@ class CallContext:
     #: Network ranges the operator lets every outbound client reach on top of public
     #: addresses (``EXPEDITER_EGRESS_ALLOW``); a tool adds its instance's own
     #: ``allow_networks`` (see ``expediter.core.netguard.EgressPolicy``).
-    egress_allow: tuple[str, ...] = ()
+    egress_allow: tuple[str, ...] = attrs.field(default=(), converter=_texts)
 
     def get_secret(self, name: str) -> str | None:
         """Return the named secret for this tool instance, or None when no provider has it."""

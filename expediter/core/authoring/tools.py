@@ -359,6 +359,9 @@ class Toolbox:
     ) -> Decision | None:
         return None
 
+    # The host need not call it: it always answers None (``LoadedTool.has_hook``).
+    preview_decision.expediter_answers_none = True  # type: ignore[attr-defined]
+
     @hookimpl
     def config_requirements(self) -> list[ConfigField]:
         return list(self.config_fields)

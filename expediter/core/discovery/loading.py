@@ -349,17 +349,16 @@ class LoadedTool:
         )
 
     def has_hook(self, name: str) -> bool:
-        """Whether the tool itself implements a hook (wrappers do not count, nor a
-        ``Toolbox``'s inherited ``preview_decision``, which always answers None)."""
+        """Whether the tool itself implements a hook (wrappers do not count, nor a default
+        implementation marked ``expediter_answers_none``, such as a ``Toolbox``'s inherited
+        ``preview_decision``)."""
         found = self._hooks.get(name)
         if found is None:
-            from expediter.core.authoring.tools import Toolbox
-
             caller = getattr(self.relay.hook, name, None)
             impls = caller.get_hookimpls() if caller is not None else []
             found = any(
                 not (impl.wrapper or impl.hookwrapper)
-                and getattr(impl.function, "__func__", None) is not Toolbox.preview_decision
+                and not getattr(impl.function, "expediter_answers_none", False)
                 for impl in impls
             )
             self._hooks[name] = found

@@ -44,13 +44,20 @@ from expediter.core.records.text import echo
 from expediter.errors import ArgumentError, ConfigError
 from expediter_http.actions import HttpAction, ParameterSpec
 
-__all__ = ["QUERY_STYLES", "PreparedRequest", "build_request", "parameter_text", "query_pairs"]
+__all__ = [
+    "HEADER_NAME",
+    "QUERY_STYLES",
+    "PreparedRequest",
+    "build_request",
+    "parameter_text",
+    "query_pairs",
+]
 
 _PLACEHOLDER = re.compile(r"{([^{}]*)}")
 #: The OpenAPI styles of query parameters (and of form body properties).
 QUERY_STYLES = ("form", "spaceDelimited", "pipeDelimited", "deepObject")
 #: RFC 9110 token: what a header (and a cookie) name may be.
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: Template text that may stay as written in a path (pre-encoded ``%XX`` included).
 _PATH_LITERAL_SAFE = "/:@!$&'()*+,;=%"
 #: Reserved characters ``allowReserved`` leaves unencoded; ``& = + # %`` stay encoded so the
@@ -438,7 +445,7 @@ def _url(base_url: str, path: str, query: list[tuple[str, str]]) -> str:
 
 def _header(action: str, spec: ParameterSpec, value: Any) -> tuple[str, str] | None:
     """One header parameter (simple style), or None for one OpenAPI says to ignore."""
-    if not _TOKEN.match(spec.name):
+    if not HEADER_NAME.fullmatch(spec.name):
         raise ConfigError(
             f"{action}: header parameter name {spec.name!r} is not a valid HTTP header name "
             "(letters, digits and !#$%&'*+.^_`|~-)",

@@ -25,7 +25,7 @@ from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
 from expediter.core.records.redaction import hide_values
 from expediter.errors import ActionNotFound, ConfigError
 from expediter_http.actions import HttpAction, load_actions
-from expediter_http.request import PreparedRequest, build_request
+from expediter_http.request import HEADER_NAME, PreparedRequest, build_request
 from expediter_http.sending import Limits, header_pairs, hide_in_client_logs, send
 from expediter_http.validation import ArgumentsCheck
 
@@ -116,8 +116,6 @@ class _NoCookies(http.cookiejar.DefaultCookiePolicy):
         return False
 
 
-#: An HTTP field name (RFC 9110 token).
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: What a field value may not hold: control characters other than tab.
 _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -125,7 +123,7 @@ _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 def _check_header(name: str, value: str) -> None:
     """ConfigError for a configured header a request cannot carry; the value is never
     repeated (it may be a credential)."""
-    if not _TOKEN.fullmatch(name):
+    if not HEADER_NAME.fullmatch(name):
         raise ConfigError(
             f"http: header name {name[:60]!r} is not a valid HTTP field name; fix the instance's "
             "headers, secret_headers or security"
@@ -193,11 +191,14 @@ class HttpTool(expediter.Toolbox):
             max_redirects=int(_number(config, "max_redirects", 5, 0)),
         )
 
+    @functools.cached_property
+    def own_networks(self) -> tuple[str, ...]:
+        """The instance's ``allow_networks`` (read once)."""
+        return tuple(str(item) for item in self.config.get("allow_networks") or ())
+
     def _client(self, context: expediter.CallContext) -> tuple[EgressPolicy, httpx.Client]:
         """The instance's pooled client for the operator's ranges of this host."""
-        networks = tuple(context.egress_allow) + tuple(
-            str(item) for item in self.config.get("allow_networks") or ()
-        )
+        networks = context.egress_allow + self.own_networks
         found = self._clients.get(networks)
         if found is not None:
             return found
