@@ -316,6 +316,10 @@ class Toolbox:
     user_scoped: ClassVar[bool] = False
     #: Never offered in headless runs (e.g. a scheduler that would schedule more runs).
     headless_excluded: ClassVar[bool] = False
+    #: The host asks ``get_actions_metadata`` each time it needs the actions (each turn, each
+    #: call) instead of once: for actions that change, such as a remote server's tools. The
+    #: tool keeps its own cache and returns the very same list while nothing changed.
+    dynamic_actions: ClassVar[bool] = False
     #: The configuration an instance needs, returned by ``config_requirements``.
     config_fields: ClassVar[Sequence[ConfigField]] = ()
 

@@ -240,10 +240,12 @@ class LoadedTool:
         "_async",
         "_awaiting",
         "_contexts",
+        "_found",
         "_hooks",
         "_is_sugar",
         "_secret_fields",
         "call",
+        "dynamic",
         "instance",
         "instance_id",
         "relay",
@@ -273,6 +275,11 @@ class LoadedTool:
         direct = None if logger.isEnabledFor(logging.DEBUG) else _direct(relay)
         self.call: Callable[..., Any] = direct or self._through_wrappers()
         self._actions: dict[str, Action] | None = None
+        #: What ``get_actions_metadata`` last returned (a dynamic tool's cache key).
+        self._found: object = None
+        #: The tool lists its actions anew whenever asked (``dynamic_actions``), e.g. the
+        #: tools of a remote MCP server; it returns the very same list while nothing changed.
+        self.dynamic = getattr(instance, "dynamic_actions", False) is True
         self._accepted: dict[str, frozenset[str] | None] = {}
         self._hooks: dict[str, bool] = {}
         self._contexts: dict[str, bool] = {}
@@ -457,15 +464,23 @@ class LoadedTool:
 
     @property
     def known_actions(self) -> dict[str, Action] | None:
-        """The actions ``actions()`` found, or None before it was first asked."""
-        return self._actions
+        """The actions ``actions()`` found, or None before it was first asked (always None
+        for a tool with dynamic actions: ask ``actions()``)."""
+        return None if self.dynamic else self._actions
 
     def actions(self, context: CallContext) -> dict[str, Action]:
-        """The instance's actions by name (asked once, then cached)."""
-        if self._actions is None:
-            found = self.relay.hook.get_actions_metadata(context=context) or []
-            self._actions = {item.name: item for item in coerce_actions(found, self.type.name)}
-        return self._actions
+        """The instance's actions by name: asked once, or for a tool with
+        ``dynamic_actions``, asked each time and rebuilt when the tool returns another list."""
+        actions = self._actions
+        if actions is not None and not self.dynamic:
+            return actions
+        found = self.relay.hook.get_actions_metadata(context=context) or []
+        if actions is not None and found is self._found:
+            return actions
+        actions = {item.name: item for item in coerce_actions(found, self.type.name)}
+        self._accepted = {}
+        self._actions, self._found = actions, found
+        return actions
 
 
 def _texts(values: Any) -> list[str]:

@@ -430,7 +430,10 @@ class Offers:
         #: Default tools' sources by the defaults offered.
         self._defaults: dict[tuple[tuple[str, str], ...], tuple[_Source, ...]] = {}
         #: Stored instances' sources by ``(id(resolved instance), user)``.
-        self._stored: dict[tuple[int, str | None], tuple[ToolInstance, _Source]] = {}
+        #: A dynamic tool's entry also holds the actions its source was made from.
+        self._stored: dict[
+            tuple[int, str | None], tuple[ToolInstance, _Source, dict[str, Action] | None]
+        ] = {}
 
     def compose(self, sources: Sequence[_Source]) -> _Composition:
         """Name the sources' actions, reusing the result when the very same sources come again."""
@@ -519,9 +522,10 @@ class Offers:
         actions as the instance offers them. A stored instance's is kept while the same
         resolved instance (same revision) comes again for the same user."""
         key = (id(instance), user_id)
+        cached = None
         if instance.stored:
             cached = self._stored.get(key)
-            if cached is not None and cached[0] is instance:
+            if cached is not None and cached[0] is instance and cached[2] is None:
                 return cached[1]
         instance_id = instance.instance_id or instance.tool
         loaded = self._load(
@@ -535,16 +539,21 @@ class Offers:
         context = CallContext(
             user_id=user_id, owner_id=instance.owner_id, instance_id=instance_id, tool=instance.tool
         )
+        listed = loaded.actions(context)
+        if cached is not None and cached[0] is instance and cached[2] is listed:
+            return cached[1]  # a dynamic tool whose actions did not change
         actions = tuple(
             offered
-            for offered in (instance.apply(a) for a in loaded.actions(context).values())
+            for offered in (instance.apply(a) for a in listed.values())
             if offered.active
         )
         source = _Source(instance_id, instance.name or instance_id, instance.tool, actions)
         if instance.stored:
             if len(self._stored) >= 4096:
                 self._stored.clear()
-            self._stored[key] = (instance, source)
+            # A dynamic tool's source is kept with the actions it was made from, and reused
+            # only while the tool returns the same ones.
+            self._stored[key] = (instance, source, listed if loaded.dynamic else None)
         return source
 
     def toolset(
