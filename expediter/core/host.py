@@ -22,6 +22,7 @@ from expediter.errors import (
     ToolConflict,
     ToolNotFound,
 )
+from expediter.hookspecs.tool import CallContext
 
 if TYPE_CHECKING:
     # The call path's modules import cattrs, asyncio and pluggy; a warm ``tools list``
@@ -33,12 +34,13 @@ if TYPE_CHECKING:
     from expediter.core.calls.executor import Executor
     from expediter.core.calls.steps import Step
     from expediter.core.discovery.hooks import HostHooks
-    from expediter.core.discovery.loading import LoadedTools, ToolType
+    from expediter.core.discovery.loading import LoadedTool, LoadedTools, ToolType
     from expediter.core.discovery.packs import LoadedPack
     from expediter.core.instances.keys import Keyring
     from expediter.core.instances.manager import Instances
     from expediter.core.instances.storage import ToolStorage
     from expediter.core.instances.store import InstanceStore
+    from expediter.core.instances.tokens import InstanceTokens
     from expediter.core.ledger import Ledger
     from expediter.core.turns.toolset import Offers, ToolInstance, Toolset
 
@@ -227,6 +229,7 @@ class Host:
                         model_result_chars=self.model_result_chars,
                         storage=self._storage_for if self.record_calls else None,
                         egress_allow=self.config.egress_allow,
+                        tokens=self._tokens_for if self.record_calls else None,
                     )
         return self._executor
 
@@ -253,7 +256,7 @@ class Host:
     @property
     def instances(self) -> Instances:
         """Stored tool instances: ``add``, ``get``, ``list``, ``update``, ``remove``,
-        ``enable``/``disable`` (default tools too), ``rotate``."""
+        ``enable``/``disable`` (default tools too), ``tokens`` (OAuth), ``rotate``."""
         if self._instances is None:
             from expediter.core.instances.manager import Instances
 
@@ -320,6 +323,35 @@ class Host:
             anchor=anchor,
         )
 
+    def _listing_context(
+        self, loaded: LoadedTool, user_id: str | None, owner_id: str | None, stored: bool
+    ) -> CallContext:
+        """The context a configured instance lists its actions with in a toolset: what a call
+        of it would see of the instance (secrets, egress ranges, OAuth tokens), no call."""
+        tokens = None
+        if stored and self.record_calls:
+            tokens = self.instances.call_tokens(loaded.instance_id, owner_id)
+        return CallContext(
+            user_id=user_id,
+            owner_id=owner_id,
+            instance_id=loaded.instance_id,
+            tool=loaded.type.name,
+            secret_resolver=self.hooks.secret,
+            secrets=loaded.secrets,
+            egress_allow=self.config.egress_allow,
+            tokens=tokens,
+        )
+
+    def _tokens_for(self, step: Step) -> InstanceTokens | None:
+        """A call's ``CallContext.tokens``: its stored instance's OAuth tokens (None for other
+        instances, or without a key); no database read."""
+        loaded = step.loaded
+        assert loaded is not None
+        binding = step.turn.bindings.get(loaded.instance_id)
+        if binding is None or not binding.stored:
+            return None
+        return self.instances.call_tokens(loaded.instance_id, binding.owner_id)
+
     def _background_loop(self) -> BackgroundLoop:
         if self._loop is None:
             from expediter.core.calls.eventloop import BackgroundLoop
@@ -333,6 +365,7 @@ class Host:
 
     def _discover(self, *, refresh: bool) -> Catalogue:
         key = manifest.cache_key(self.settings, BUILTIN_DIR)
+        self._discovery_key = key
         path = manifest.cache_file(self.home, self.settings)
         if not refresh:
             cached = manifest.read(path, key)
@@ -421,6 +454,13 @@ class Host:
 
     # -- what is installed ---------------------------------------------------------------------
 
+    def discovery_changed(self) -> bool:
+        """Whether what discovery read when this host was built has changed since: installed
+        distributions, tools directories, plugin switches (about a millisecond: it reads file
+        metadata). A long-running server builds a new host when it has, so packs installed or
+        removed meanwhile are offered, or not, on its next listing."""
+        return manifest.cache_key(self.settings, BUILTIN_DIR) != self._discovery_key
+
     def catalogue(self, include_internal: bool = False) -> list[ToolInfo]:
         """The offered tools, sorted by name (internal tools only when asked)."""
         tools = [info for info in self._catalogue.tools if include_internal or not info.internal]
@@ -472,6 +512,7 @@ class Host:
                         tool_info=self.tool_info,
                         load=self.loaded_tools.load,
                         runner=self.executor,
+                        listing_context=self._listing_context,
                     )
         return self._offers
 
@@ -642,7 +683,10 @@ class Host:
         return self._decisions.wait(keys, timeout)
 
     def close(self) -> None:
-        """Stop the background loop used for async tools and close the ledger."""
+        """Close the loaded tools' clients and sessions, stop the background loop used for
+        async tools, and close the ledger."""
+        if self._loaded_tools is not None:
+            self._loaded_tools.close()
         if self._loop is not None:
             self._loop.close()
         if self._store is not None:

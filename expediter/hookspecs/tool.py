@@ -148,6 +148,9 @@ class CallContext:
     cancel_event: threading.Event | None = attrs.field(default=None, eq=False, repr=False)
     #: The tool's own persistent storage, when the host has a database.
     storage: Any = attrs.field(default=None, eq=False, repr=False)
+    #: The OAuth tokens of this call's stored tool instance (``InstanceTokens``), when the
+    #: host has a database and a key; None otherwise.
+    tokens: Any = attrs.field(default=None, eq=False, repr=False)
     secret_resolver: SecretResolver | None = attrs.field(default=None, eq=False, repr=False)
     #: The instance's secret configuration fields, decrypted with the owner's key.
     secrets: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)

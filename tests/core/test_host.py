@@ -316,3 +316,61 @@ def test_explicit_host_arguments_win_and_tools_path_adds(
     assert host.config.database_url == "sqlite:///explicit.db"
     assert host.config.call_timeout is None
     assert Host().config.call_timeout == 5.0
+
+
+def test_discovery_changed_when_a_tools_directory_gains_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "first.py").write_text(
+        "import expediter\n\n@expediter.tool\ndef first() -> str:\n    return 'one'\n"
+    )
+    monkeypatch.setenv("EXPEDITER_HOME", str(tmp_path / "home"))
+    host = Host(tools_path=[tools], autoload=False, record_calls=False)
+    assert host.discovery_changed() is False
+    time.sleep(0.01)
+    (tools / "second.py").write_text(
+        "import expediter\n\n@expediter.tool\ndef second() -> str:\n    return 'two'\n"
+    )
+    assert host.discovery_changed() is True
+    again = Host(config=host.config, record_calls=False)
+    assert again.discovery_changed() is False
+    assert {"first", "second"} <= {info.name for info in again.catalogue()}
+
+
+def test_closing_the_host_closes_its_loaded_tools(tmp_path: Path) -> None:
+    closed: list[str] = []
+
+    class Pooled(expediter.Toolbox):
+        """Keeps a client open."""
+
+        name = "pooled"
+
+        @expediter.action
+        def ping(self) -> str:
+            """Answer."""
+            return "pong"
+
+        def close(self) -> None:
+            closed.append("pooled")
+
+    class Closing(expediter.Toolbox):
+        """Has an action called close: it is never called by the host."""
+
+        name = "closing"
+
+        @expediter.action
+        def close(self) -> str:
+            """An action, not a lifecycle method."""
+            closed.append("closing action")
+            return "closed"
+
+    host = Host(home=tmp_path, plugins=[Pooled, Closing], autoload=False, record_calls=False)
+    assert host.call("pooled", "ping", {}).result == "pong"
+    assert host.call("closing", "close", {}).status == "completed"
+    closed.clear()
+    host.close()
+    assert closed == ["pooled"]

@@ -36,6 +36,7 @@ from expediter.core.calls.results import (
     clean_text,
     exception_text,
     model_copy,
+    outcome_from_exception,
     outcome_of,
 )
 from expediter.core.calls.steps import Step, Turn, Withheld, owner_of, recorded_arguments
@@ -44,7 +45,7 @@ from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
 from expediter.core.records.redaction import hide_values
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
 from expediter.core.records.text import echo
-from expediter.errors import ArgumentError, LedgerError
+from expediter.errors import ArgumentError, EgressBlocked, LedgerError
 from expediter.hookspecs.tool import CallContext, Decision, ToolResult
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class Executor:
         model_result_chars: int,
         storage: Callable[[Step], Any] | None = None,
         egress_allow: tuple[str, ...] = (),
+        tokens: Callable[[Step], Any] | None = None,
     ) -> None:
         self.loaded_tools = loaded_tools
         self.hooks = hooks
@@ -97,6 +99,8 @@ class Executor:
         self.withheld = Withheld()
         #: Makes a call's ``CallContext.storage`` (None: the host keeps no data).
         self.storage = storage
+        #: Makes a call's ``CallContext.tokens`` (None: the host keeps no data).
+        self.tokens = tokens
         self.recorder = Recorder(ledger, self.withheld)
         #: The operator's extra egress ranges, passed to every tool (``CallContext``).
         self.egress_allow = egress_allow
@@ -298,6 +302,9 @@ class Executor:
             return self._park(step, "requires_client_execution", CLIENT_SIDE, None)
         try:
             self.prepare(step, offered)
+        except EgressBlocked as exc:  # listing a remote tool's actions, refused by the guard
+            refused = outcome_from_exception(exc)
+            return self._refuse(step, EgressBlocked.MESSAGE, "EgressBlocked", refused.detail)
         except Exception as exc:
             return self._refuse(step, str(exc), type(exc).__name__)
         if step.spec is None:
@@ -360,6 +367,7 @@ class Executor:
                 headless=step.turn.headless,
                 deadline=step.deadline,
                 storage=None if self.storage is None else self.storage(step),
+                tokens=None if self.tokens is None else self.tokens(step),
                 secret_resolver=self.hooks.secret,
                 secrets=loaded.secrets,
                 egress_allow=self.egress_allow,
@@ -614,8 +622,10 @@ class Executor:
                 logger.error("normalize_result failed for %s", step.key, exc_info=problem)
         return outcome_of(value, exc, tool=step.tool, action=step.action, log=logger)
 
-    def _refuse(self, step: Step, message: str, error_type: str) -> Step:
-        self.recorder.outright(step, "failed", None, message)
+    def _refuse(self, step: Step, message: str, error_type: str, detail: str | None = None) -> Step:
+        """A call that never runs; the ledger row gets ``detail`` (what the operator may
+        read, e.g. the egress guard's reason) when there is one, else ``message``."""
+        self.recorder.outright(step, "failed", None, detail or message)
         step.final = self.event(step, "error", error=message, error_type=error_type)
         return step
 

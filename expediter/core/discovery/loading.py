@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, final
@@ -650,6 +651,29 @@ class LoadedTools:
         included)."""
         loaded = self.load(name, context.user_id)
         return loaded.call(action=action, arguments=arguments, context=context)
+
+    def close(self) -> None:
+        """Call ``close()`` on every loaded tool instance that has one (pooled clients,
+        sessions, server processes); an error is logged, never raised."""
+        with self._lock:
+            loaded = {
+                id(item.instance): item for item in (*self._loaded.values(), *self._plain.values())
+            }
+        for item in loaded.values():
+            instance = item.instance
+            if isinstance(instance, types.ModuleType):
+                continue  # a module's ``close`` would be one of its actions
+            specs = getattr(instance, "action_specs", None)
+            if callable(specs) and "close" in specs():
+                continue
+            close = getattr(type(instance), "close", None)
+            if not callable(close):
+                continue
+            close = instance.close
+            try:
+                close()
+            except Exception as exc:
+                logger.error("closing tool %s failed: %s", item.type.name, exc, exc_info=exc)
 
     def __len__(self) -> int:
         return len(self._types)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from expediter.core.discovery.catalogue import ToolInfo
     from expediter.core.instances.keys import Keyring
     from expediter.core.instances.store import InstanceStore
+    from expediter.core.instances.tokens import InstanceTokens
 
 __all__ = ["ANY_USER", "Instances", "Offered", "Rotation"]
 
@@ -56,13 +57,15 @@ class Offered:
 
 @attrs.frozen
 class Rotation:
-    """What ``keys rotate`` did."""
+    """What ``keys rotate`` did, counting instances' credentials and OAuth token slots."""
 
     resealed: int
     #: Already sealed with the newest key.
     current: int
     #: ``(instance id, reason)`` of blobs that could not be opened (left as they are).
     failed: tuple[tuple[str, str], ...] = ()
+    #: How many of ``resealed`` were OAuth token slots.
+    tokens: int = 0
 
 
 def _user(user_id: Any) -> Any:
@@ -136,6 +139,11 @@ class Instances:
         self._defaults: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] | None = None
         #: Default tools' instance ids by tool name (from ``defaults``).
         self._default_ids: dict[str, str] = {}
+        #: ``InstanceTokens`` by instance id (a call's ``CallContext.tokens`` reads no row).
+        self._tokens: dict[str, InstanceTokens] = {}
+        #: No usable key is configured (the host's configuration is read once): calls get no
+        #: ``CallContext.tokens``.
+        self._keyless = False
         self._lock = threading.Lock()
 
     # -- default tools --------------------------------------------------------------------------
@@ -346,6 +354,7 @@ class Instances:
         self._store().delete(row.id)
         with self._lock:
             self._resolved.pop(row.id, None)
+            self._tokens.pop(row.id, None)
 
     def _switch(self, id_or_tool: str, user_id: str | None, enabled: bool) -> str:
         store = self._store()
@@ -410,8 +419,10 @@ class Instances:
     # -- keys -----------------------------------------------------------------------------------
 
     def rotate(self) -> Rotation:
-        """Reseal every instance's credentials with the newest key, one instance at a time:
-        interrupted, it resumes where it stopped, and no blob is ever lost."""
+        """Reseal every instance's credentials and OAuth tokens with the newest key, one blob
+        at a time: interrupted, it resumes where it stopped, and no blob is ever lost."""
+        from expediter.core.instances.tokens import reseal_tokens
+
         keyring = self._keyring()
         newest = keyring.newest
         store = self._store()
@@ -429,7 +440,50 @@ class Instances:
             new = keyring.seal(values, owner_id=owner_id, context=instance_id)
             if store.reseal(instance_id, blob, new, newest.id):
                 resealed += 1
-        return Rotation(resealed, current, tuple(failed))
+        tokens, tokens_current, tokens_failed = reseal_tokens(store, keyring)
+        return Rotation(
+            resealed + tokens, current + tokens_current, (*failed, *tokens_failed), tokens
+        )
+
+    # -- OAuth tokens -----------------------------------------------------------------------------
+
+    def tokens(self, instance_id: str, *, user_id: Any = ANY_USER) -> InstanceTokens:
+        """The OAuth tokens a stored instance keeps per user, sealed with its owner's key
+        (InstanceNotFound as ``get``; CredentialError when no key is configured)."""
+        row = self._row(instance_id, _user(user_id))
+        keyring = self._keyring()
+        with self._lock:
+            found = self._tokens.get(row.id)
+        if found is not None and found.owner_id == row.owner_id:
+            return found
+        return self._keep_tokens(row.id, row.owner_id, keyring)
+
+    def call_tokens(self, instance_id: str, owner_id: str | None) -> InstanceTokens | None:
+        """A call's ``CallContext.tokens`` for a stored instance it resolved (``owner_id``
+        from its row): no database read, None when no key is configured."""
+        found = self._tokens.get(instance_id)
+        if found is not None and found.owner_id == owner_id:
+            return found
+        if self._keyless:
+            return None
+        try:
+            keyring = self._keyring()
+        except CredentialError:
+            self._keyless = True
+            return None
+        return self._keep_tokens(instance_id, owner_id, keyring)
+
+    def _keep_tokens(
+        self, instance_id: str, owner_id: str | None, keyring: Keyring
+    ) -> InstanceTokens:
+        from expediter.core.instances.tokens import InstanceTokens
+
+        made = InstanceTokens(self._store(), keyring, instance_id=instance_id, owner_id=owner_id)
+        with self._lock:
+            if len(self._tokens) >= 4096:
+                self._tokens.clear()
+            self._tokens[instance_id] = made
+        return made
 
     # -- a user's toolset -------------------------------------------------------------------------
 

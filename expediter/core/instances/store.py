@@ -1,10 +1,11 @@
-"""The SQL of stored tool instances, users' switches and tools' records, on one DBAPI connection.
+"""The SQL of stored tool instances, users' switches, tools' records and OAuth tokens, on one
+DBAPI connection.
 
 Every statement is a single autocommit statement written once in the SQL both databases take
 (``?`` placeholders, turned into ``%s`` for psycopg), so this module imports no SQLAlchemy: a
 turn's toolset reads a user's instances on a warm host in two small queries (DESIGN.md section
 9, "a turn's toolset with 50 stored instances"). The tables are created by the ledger's
-migrations (``tables.py``, ``0005_tool_instances``).
+migrations (``tables.py``, ``0005_tool_instances``, ``0006_oauth_tokens``).
 """
 
 from __future__ import annotations
@@ -288,8 +289,10 @@ class InstanceStore:
         )
 
     def delete(self, instance_id: str) -> bool:
-        """Remove an instance, its records and every user's switch for it."""
+        """Remove an instance, its records, its OAuth tokens and every user's switch for it."""
+        # SQLite enforces no foreign keys here, so the cascade is spelled out.
         self._execute("DELETE FROM tool_records WHERE instance_id = ?", (instance_id,))
+        self._execute("DELETE FROM oauth_tokens WHERE instance_id = ?", (instance_id,))
         self._execute("DELETE FROM instance_settings WHERE instance_id = ?", (instance_id,))
         return self._execute("DELETE FROM tool_instances WHERE id = ?", (instance_id,)) == 1
 
@@ -463,6 +466,77 @@ class InstanceStore:
         return (
             self._execute(
                 f"DELETE FROM tool_records WHERE {self._SCOPE} AND id = ?", (*scope, record_id)
+            )
+            == 1
+        )
+
+    # -- OAuth tokens ---------------------------------------------------------------------------
+
+    def token(self, instance_id: str, user_id: str, name: str) -> str | None:
+        """The sealed blob of one token slot, or None."""
+        rows = self._fetch(
+            "SELECT data FROM oauth_tokens WHERE instance_id = ? AND user_id = ? AND name = ?",
+            (instance_id, user_id, name),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def put_token(
+        self, instance_id: str, user_id: str, name: str, data: str, expires_at: float | None
+    ) -> bool:
+        """Write one token slot (insert or replace); False when the instance is gone."""
+        now = time.time()
+        # INSERT ... SELECT ... WHERE EXISTS: a removed instance gets no orphan row on SQLite
+        # (no foreign keys enforced) and no IntegrityError on PostgreSQL. The CAST gives the
+        # select list's parameter its column's type on PostgreSQL.
+        return (
+            self._execute(
+                "INSERT INTO oauth_tokens (instance_id, user_id, name, data, expires_at, "
+                "created_at, updated_at) SELECT ?, ?, ?, ?, CAST(? AS DOUBLE PRECISION), ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM tool_instances WHERE id = ?) "
+                "ON CONFLICT (instance_id, user_id, name) DO UPDATE SET data = excluded.data, "
+                "expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+                (instance_id, user_id, name, data, expires_at, now, now, instance_id),
+            )
+            == 1
+        )
+
+    def delete_tokens(self, instance_id: str, user_id: str, name: str | None = None) -> int:
+        """Remove one token slot of a user, or every one (``name`` None); how many went."""
+        if name is None:
+            return self._execute(
+                "DELETE FROM oauth_tokens WHERE instance_id = ? AND user_id = ?",
+                (instance_id, user_id),
+            )
+        return self._execute(
+            "DELETE FROM oauth_tokens WHERE instance_id = ? AND user_id = ? AND name = ?",
+            (instance_id, user_id, name),
+        )
+
+    def sealed_tokens(
+        self, after: tuple[str, str, str] | None = None, limit: int = 500
+    ) -> list[tuple[str, str | None, str, str, str]]:
+        """``(instance id, owner, user, slot, blob)`` of the token slots after ``after`` (an
+        ``(instance id, user, slot)``), in that order, ``limit`` at a time (``keys rotate``)."""
+        sql = (
+            "SELECT t.instance_id, i.owner_id, t.user_id, t.name, t.data FROM oauth_tokens t "
+            "JOIN tool_instances i ON i.id = t.instance_id"
+        )
+        params: list[Any] = []
+        if after is not None:
+            sql += " WHERE (t.instance_id, t.user_id, t.name) > (?, ?, ?)"
+            params += after
+        sql += " ORDER BY t.instance_id, t.user_id, t.name LIMIT ?"
+        params.append(int(limit))
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in self._fetch(sql, params)]
+
+    def reseal_token(self, slot: tuple[str, str, str], old: str, new: str) -> bool:
+        """Swap a token slot's blob if it is still ``old`` (``keys rotate``); its times are
+        kept: the tokens did not change."""
+        return (
+            self._execute(
+                "UPDATE oauth_tokens SET data = ? "
+                "WHERE instance_id = ? AND user_id = ? AND name = ? AND data = ?",
+                (new, *slot, old),
             )
             == 1
         )

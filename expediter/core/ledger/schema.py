@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 #: asking alembic (``script_head()``) imports alembic and SQLAlchemy, ~450 ms, and the CLI's
 #: call path must import neither (DESIGN.md section 9, ``expediter --help`` and per-call
 #: budgets); ``tests/core/ledger/test_schema.py`` checks it equals ``script_head()``.
-HEAD = "0005_tool_instances"
+HEAD = "0006_oauth_tokens"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 

@@ -6,7 +6,7 @@ not edit (``tests/core/ledger/test_statements.py`` fails when it is out of date)
 # fmt: off
 
 #: The schema revision these statements were rendered for (the newest migration).
-REVISION = '0005_tool_instances'
+REVISION = '0006_oauth_tokens'
 #: The PostgreSQL channel ``Ledger.wait`` listens on; the payload is a call's key.
 CHANNEL = 'expediter_calls'
 #: The columns of ``tool_call_attempts``, in table order.

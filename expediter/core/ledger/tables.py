@@ -11,6 +11,7 @@ __all__ = [
     "STATUSES",
     "instance_settings",
     "metadata",
+    "oauth_tokens",
     "tool_call_attempts",
     "tool_instances",
     "tool_records",
@@ -179,4 +180,28 @@ tool_records = sa.Table(
     sa.Column("created_at", sa.Double, nullable=False),
     sa.Column("updated_at", sa.Double, nullable=False),
     sa.Index("ix_tool_records_scope", "instance_id", "user_id", "collection", "created_at"),
+)
+
+#: The OAuth tokens a tool instance keeps per user through ``CallContext.tokens`` (an MCP
+#: server's access and refresh tokens, its registered client): one sealed blob per slot, sealed
+#: with the instance owner's key and bound to its row (``core/instances/tokens.py``).
+oauth_tokens = sa.Table(
+    "oauth_tokens",
+    metadata,
+    sa.Column(
+        "instance_id",
+        sa.Text,
+        sa.ForeignKey("tool_instances.id", ondelete="CASCADE", name="fk_oauth_tokens_instance"),
+        primary_key=True,
+    ),
+    #: The user whose tokens these are ('' for calls made without a user, as in tool_records).
+    sa.Column("user_id", sa.Text, primary_key=True),
+    #: The slot the tool named (``tokens``, ``client``...).
+    sa.Column("name", sa.Text, primary_key=True),
+    #: The sealed JSON object (``ex1.<key id>.<data>``); never the tokens in clear.
+    sa.Column("data", sa.Text, nullable=False),
+    #: When the access token expires (seconds since the epoch), if the tool said; for operators.
+    sa.Column("expires_at", sa.Double),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=False),
 )

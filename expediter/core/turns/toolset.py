@@ -417,11 +417,18 @@ class Offers:
         tool_info: Callable[[str], ToolInfo],
         load: Callable[..., LoadedTool],
         runner: Runner,
+        listing_context: Callable[[LoadedTool, str | None, str | None, bool], CallContext]
+        | None = None,
     ) -> None:
         self._catalogue = catalogue
         self._tool_info = tool_info
         self._load = load
         self.runner = runner
+        #: The context a configured instance lists its actions with: ``(loaded tool,
+        #: invoker, owner, stored)`` -> a context with the instance's secrets, the operator's
+        #: egress ranges and, for a stored instance, its OAuth tokens (a remote tool needs
+        #: them to ask its server).
+        self._listing_context = listing_context
         #: Provider schemas per action version: ``(id(action), provider, strict)`` -> schema.
         self._schemas: dict[tuple[int, str, bool], tuple[Action, dict[str, Any], bool]] = {}
         #: Compositions by the identity of their sources (see ``compose``).
@@ -536,16 +543,21 @@ class Offers:
             owner_id=instance.owner_id,
             digest=instance.config_digest if instance.snapshot is not instance.config else None,
         )
-        context = CallContext(
-            user_id=user_id, owner_id=instance.owner_id, instance_id=instance_id, tool=instance.tool
-        )
+        if self._listing_context is not None:
+            context = self._listing_context(loaded, user_id, instance.owner_id, instance.stored)
+        else:
+            context = CallContext(
+                user_id=user_id,
+                owner_id=instance.owner_id,
+                instance_id=instance_id,
+                tool=instance.tool,
+                secrets=loaded.secrets,
+            )
         listed = loaded.actions(context)
         if cached is not None and cached[0] is instance and cached[2] is listed:
             return cached[1]  # a dynamic tool whose actions did not change
         actions = tuple(
-            offered
-            for offered in (instance.apply(a) for a in listed.values())
-            if offered.active
+            offered for offered in (instance.apply(a) for a in listed.values()) if offered.active
         )
         source = _Source(instance_id, instance.name or instance_id, instance.tool, actions)
         if instance.stored:

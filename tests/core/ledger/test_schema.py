@@ -174,9 +174,16 @@ def test_the_fast_path_builds_the_same_ledger_table_as_the_migrations(
             "tool_instances",
             "instance_settings",
             "tool_records",
+            "oauth_tokens",
         }
     )
-    for name in ("tool_call_attempts", "tool_instances", "instance_settings", "tool_records"):
+    for name in (
+        "tool_call_attempts",
+        "tool_instances",
+        "instance_settings",
+        "tool_records",
+        "oauth_tokens",
+    ):
         assert fast[name] == migrated[name], name
     table = fast["tool_call_attempts"]
     assert [name for name, *_ in table["columns"]][:3] == ["key", "call_id", "name"]
