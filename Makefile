@@ -12,7 +12,11 @@ DEV_STAMP := $(VENV)/.installed-dev
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 # The contrib packs' tox envs: each installs its pack from its directory next to the core, as a
 # third party's pack would be installed, and runs the pack's own tests.
-CONTRIB_ENVS := http
+CONTRIB_ENVS := http,mcp
+# A real MCP server the mcp pack's tests start over stdio (pinned; from the npm registry).
+MCP_SERVERS := .cache/mcp-servers
+EVERYTHING := @modelcontextprotocol/server-everything@2026.8.31
+EVERYTHING_STAMP := $(MCP_SERVERS)/.installed-2026.8.31
 
 .PHONY: demo test lint type bench install install-dev clean
 
@@ -44,13 +48,21 @@ lint: install-dev
 type: install-dev
 	$(BIN)/mypy
 
-test: lint type
+# Without npm the tests that need it are skipped (CI installs Node.js and requires them).
+$(EVERYTHING_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --prefix $(MCP_SERVERS) --no-audit --no-fund --loglevel=error $(EVERYTHING) \
+		&& touch $(EVERYTHING_STAMP); \
+	else echo "npm not found: the mcp pack's tests with $(EVERYTHING) will be skipped"; fi
+
+test: lint type $(EVERYTHING_STAMP)
 	$(BIN)/pytest
 	$(BIN)/tox run -q -e $(CONTRIB_ENVS)
 
 bench: install-dev
 	$(PIP) install --quiet -e '.[dev,bench]'
+	$(BIN)/tox run -q -e mcp --notest
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .tox .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf $(VENV) .tox .cache .pytest_cache .mypy_cache .ruff_cache build dist

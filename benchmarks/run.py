@@ -23,7 +23,11 @@ BENCHMARKS = {
     "instances": "bench_instances.py",
     "credentials": "bench_credentials.py",
     "http": "bench_http.py",
+    "mcp": "bench_mcp.py",
 }
+#: Benchmarks that need a pack's dependencies run with that pack's tox env interpreter
+#: (`make bench` creates it with `tox run -e mcp --notest`).
+INTERPRETERS = {"mcp": HERE.parent / ".tox" / "mcp" / "bin" / "python"}
 
 
 def _arguments() -> argparse.Namespace:
@@ -52,7 +56,11 @@ def run(name: str, quick: bool, results_dir: Path) -> tuple[int, dict[str, Any] 
     """Run one benchmark script; return its exit status and its report (None if it wrote none)."""
     path = results_dir / f"{name}.json"
     path.unlink(missing_ok=True)
-    argv = [sys.executable, str(HERE / BENCHMARKS[name]), "--results-dir", str(results_dir)]
+    python = INTERPRETERS.get(name, Path(sys.executable))
+    if not python.is_file():
+        print(f"{name}: {python} is missing: run `tox run -e {name} --notest` first")
+        return 1, None
+    argv = [str(python), str(HERE / BENCHMARKS[name]), "--results-dir", str(results_dir)]
     status = subprocess.run([*argv, *(["--quick"] if quick else [])], check=False).returncode
     if not path.is_file():
         return status, None

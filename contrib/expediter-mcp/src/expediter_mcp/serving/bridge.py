@@ -1,0 +1,260 @@
+"""The host's toolset for one user, as MCP tools, and an MCP client's calls run through the
+host's one pipeline.
+
+Nothing here imports fastmcp: ``provider`` wraps a ``Bridge`` as a fastmcp server. Every
+listing builds the user's toolset afresh from the host (so a stored instance added or removed
+by another process shows up on the next listing), and every call runs in the toolset that
+named it, with a fresh call id: one ledger row per MCP request.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import secrets
+import string
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from expediter_mcp.serving.arguments import ArgumentCheck
+
+if TYPE_CHECKING:
+    from expediter.core.host import Host
+    from expediter.core.records.calls import CallEvent, ToolCall
+    from expediter.core.turns.toolset import OfferedAction, Toolset
+
+__all__ = ["Bridge", "Offer", "Reply", "approval_text"]
+
+logger = logging.getLogger(__name__)
+
+#: The provider whose schemas are offered: OpenAI's function parameters are the action's
+#: JSON Schema as the model sees it (framework keys and fixed values stripped), unchanged.
+SCHEMA_PROVIDER = "openai"
+#: Calls waiting for a decision at once (``--approval-wait``), each holding a thread.
+WAITERS = 32
+_ID_CHARS = string.ascii_letters + string.digits
+
+
+@attrs.frozen
+class Offer:
+    """One action of the toolset, as an MCP tool: its name, description and input schema."""
+
+    name: str
+    description: str
+    #: The action's parameters as the model sees them (a private copy).
+    parameters: dict[str, Any]
+    #: None for a name the toolset does not offer (the pipeline refuses the call).
+    offered: OfferedAction | None
+    #: The toolset that offered it: a call runs in it.
+    toolset: Toolset
+
+
+@attrs.frozen
+class Reply:
+    """What an MCP client gets back: text, structured content for a JSON object result, and
+    whether it is an error."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+def approval_text(key: str, reason: str | None, *, waited: float | None = None) -> str:
+    """The refusal of a call that waits for a human's decision, naming the command that
+    approves it."""
+    why = f" ({reason})" if reason else ""
+    text = (
+        f"refused for now: the call needs a human's approval{why}. Approve it with "
+        f"`expediter approve {key}` (it then runs there) or deny it with `expediter deny {key}`"
+    )
+    if waited is not None:
+        text += f"; still waiting: no decision came within {waited:g} seconds"
+    return text
+
+
+class Bridge:
+    """Offers the host's toolset for one user and runs an MCP client's calls in it."""
+
+    def __init__(self, host: Host, *, user_id: str | None, approval_wait: float | None) -> None:
+        self.host = host
+        self.user_id = user_id
+        #: Seconds a call waiting for approval is waited for (None: refused at once).
+        self.approval_wait = approval_wait
+        self._check = ArgumentCheck()
+        self._reported: set[str] = set()
+        self._waiters: Any = None  # an anyio CapacityLimiter, made on the server's loop
+        #: Hosts built after the first one (closed by ``close``).
+        self._retired: list[Host] = []
+
+    def close(self) -> None:
+        """Close the hosts this bridge built (not the one it was given)."""
+        for host in self._retired:
+            host.close()
+        self._retired.clear()
+
+    # -- offering (sync: run it in a worker thread, it reads the database) --------------------
+
+    def _current_host(self) -> Host:
+        """The host, rebuilt when installed packs or tools directories changed since it was
+        built (the old one keeps serving the calls it started)."""
+        host = self.host
+        if host.discovery_changed():
+            import importlib
+
+            from expediter.core.host import Host
+
+            importlib.invalidate_caches()  # let the import system see new distributions
+            host = self.host = Host(config=host.config)
+            self._retired.append(host)
+            logger.info("installed tools changed: serving the new set")
+        return host
+
+    def _toolset(self) -> Toolset:
+        toolset = self._current_host().toolset(user_id=self.user_id, headless=False)
+        for error in toolset.errors:
+            if error not in self._reported:  # once per server, not once per listing
+                self._reported.add(error)
+                logger.warning("not offered: %s", error)
+        return toolset
+
+    def offers(self) -> list[Offer]:
+        """The user's toolset, built afresh, as one offer per action."""
+        toolset = self._toolset()
+        functions = _functions(toolset)
+        return [
+            _offer(toolset, offered, functions[offered.name])
+            for offered in toolset.actions
+            if offered.name in functions
+        ]
+
+    def offer(self, name: str) -> Offer:
+        """What a call of ``name`` runs in the user's toolset now: the action offered under
+        that name, or (``offered`` None) a name the pipeline refuses, listing what is offered."""
+        toolset = self._toolset()
+        offered = toolset.offered(name)
+        function = None if offered is None else _functions(toolset).get(name)
+        if offered is None or function is None:
+            return Offer(name, "", {"type": "object", "properties": {}}, None, toolset)
+        return _offer(toolset, offered, function)
+
+    # -- calling (on the server's event loop) --------------------------------------------------
+
+    async def call(self, offer: Offer, arguments: Mapping[str, Any]) -> Reply:
+        """Run one call through the host's pipeline and map its final event to a reply."""
+        from expediter.core.records.calls import ToolCall
+
+        call_id = "mcp_" + "".join(secrets.choice(_ID_CHARS) for _ in range(12))
+        offered = offer.offered
+        if offered is None:
+            # Not offered (any more): refused by the pipeline, with its row and its message.
+            call = ToolCall(call_id, offer.name, dict(arguments))
+        else:
+            call = self._resolved(call_id, offer, offered, arguments)
+        event: CallEvent | None = None
+        # ``arun``: a sync tool runs on a worker thread within the host's call timeout, an
+        # async one on this loop; closing the iteration (a cancelled request) cancels it.
+        events = offer.toolset.arun([call])
+        try:
+            async for item in events:
+                event = item
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+        if event is None:  # arun yields one event per call; never expected
+            return Reply("expediter returned no outcome for the call", is_error=True)
+        if event.status == "awaiting_approval":
+            return await self._after_approval(event)
+        return self.reply(event)
+
+    def _resolved(
+        self, call_id: str, offer: Offer, offered: OfferedAction, arguments: Mapping[str, Any]
+    ) -> ToolCall:
+        """The call of an offered action, refused (``error``) when its arguments do not fit
+        the schema offered."""
+        from expediter.core.records.calls import ToolCall
+        from expediter.core.records.redaction import redact
+        from expediter.core.turns.providers.jsonschema import strip_optional_nulls
+
+        action = offered.action
+        given = strip_optional_nulls(dict(arguments), action.parameters)
+        problem = self._check.problem(offer.name, action, offer.parameters, given)
+        return ToolCall(
+            call_id=call_id,
+            name=offer.name,
+            # A refused call never runs: it is recorded with the action's secrets hidden.
+            arguments=given if problem is None else redact(given, action.secret_parameters),
+            instance_id=offered.instance_id,
+            tool=offered.tool,
+            action=action.name,
+            error=problem,
+        )
+
+    async def _after_approval(self, event: CallEvent) -> Reply:
+        """Refuse a call that waits for approval, or wait (``approval_wait``) for the
+        decision, made in another process, and return the call's final outcome."""
+        wait = self.approval_wait
+        if wait is None:
+            return Reply(approval_text(event.key, event.reason), is_error=True)
+        import anyio
+        import anyio.to_thread
+
+        if self._waiters is None:
+            self._waiters = anyio.CapacityLimiter(WAITERS)
+        deadline = time.monotonic() + wait
+
+        def until_decided() -> dict[str, CallEvent]:
+            # The time spent queueing for a thread counts against the wait.
+            return self.host.wait([event.key], max(0.0, deadline - time.monotonic()))
+
+        final = await anyio.to_thread.run_sync(
+            until_decided, limiter=self._waiters, abandon_on_cancel=True
+        )
+        outcome = final.get(event.key)
+        if outcome is None:
+            return Reply(approval_text(event.key, event.reason, waited=wait), is_error=True)
+        return self.reply(outcome)
+
+    def reply(self, event: CallEvent) -> Reply:
+        """A final event as an MCP result: the model's copy of a result, or the error."""
+        if event.status == "completed":
+            text = event.content
+            if text is None:  # every completed event carries it; this is a safety net
+                from expediter.core.records.text import model_copy
+
+                text = model_copy(event.result, self.host.model_result_chars)
+            structured = event.result if type(event.result) is dict else None
+            if structured is not None and len(text) >= self.host.model_result_chars:
+                structured = None  # the text was cut to the model's budget: so is the result
+            return Reply(text, structured)
+        if event.status == "denied":
+            return Reply(f"denied: {event.error or event.reason or 'no reason given'}", None, True)
+        if event.status == "awaiting_approval":
+            return Reply(approval_text(event.key, event.reason), None, True)
+        if event.status == "error":
+            return Reply(event.error or "the call failed", None, True)
+        # requires_client_execution needs client tools, which a server never offers.
+        return Reply(
+            f"the call ended as {event.status!r}, which a server cannot answer", None, True
+        )
+
+
+def _functions(toolset: Toolset) -> dict[str, Mapping[str, Any]]:
+    """The toolset's function definitions by name (cached by the host per action)."""
+    return {
+        str(item["function"]["name"]): item["function"] for item in toolset.schemas(SCHEMA_PROVIDER)
+    }
+
+
+def _offer(toolset: Toolset, offered: OfferedAction, function: Mapping[str, Any]) -> Offer:
+    return Offer(
+        name=offered.name,
+        description=offered.action.description,
+        # Deep-copied: the host's cached schemas are read-only and shared.
+        parameters=copy.deepcopy(dict(function["parameters"])),
+        offered=offered,
+        toolset=toolset,
+    )

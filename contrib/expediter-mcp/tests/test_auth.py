@@ -1,0 +1,120 @@
+"""Static credentials against a fastmcp server with bearer tokens, over streamable HTTP and SSE:
+a wrong token is a clear error, a rotated token takes effect, and two users with different
+tokens never share a session (the server says who called)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import expediter
+
+
+@pytest.fixture(params=["http", "sse"])
+def server(request: pytest.FixtureRequest, token_server: Any, sse_server: Any) -> Any:
+    return token_server if request.param == "http" else sse_server
+
+
+def _transport(server: Any) -> str:
+    return "sse" if server.url.endswith("/sse") else "http"
+
+
+def test_the_right_token_is_who_calls(host: Any, add_instance: Any, server: Any) -> None:
+    record = add_instance(
+        server.url, transport=_transport(server), auth="bearer", token="token-ann"
+    )
+    event = host.call(record.id, "whoami", {})
+    assert event.status == "completed", event.error
+    assert event.result["structured_content"]["client"] == "ann"
+
+
+def test_a_wrong_token_is_a_clear_error(host: Any, add_instance: Any, server: Any) -> None:
+    record = add_instance(server.url, transport=_transport(server), auth="bearer", token="nope")
+    event = host.call(record.id, "whoami", {})
+    assert event.status == "error"
+    assert "refused the credentials (HTTP 401)" in event.error
+    assert f"expediter instances set {record.id} --secret token=" in event.error
+    assert "nope" not in event.error
+
+
+def test_no_token_for_a_server_that_wants_one(
+    host: Any, add_instance: Any, token_server: Any
+) -> None:
+    record = add_instance(token_server.url)
+    event = host.call(record.id, "whoami", {})
+    assert event.status == "error"
+    assert "the server wants credentials" in event.error
+
+
+def test_a_rotated_token_takes_effect(host: Any, add_instance: Any, server: Any) -> None:
+    record = add_instance(
+        server.url, transport=_transport(server), auth="bearer", token="token-ann"
+    )
+    assert host.call(record.id, "whoami", {}).result["structured_content"]["client"] == "ann"
+    host.instances.update(record.id, config={"token": "token-bob"})
+    event = host.call(record.id, "whoami", {})
+    assert event.status == "completed", event.error
+    assert event.result["structured_content"]["client"] == "bob"
+
+
+def test_two_users_with_their_own_tokens_never_share_a_session(
+    host: Any, add_instance: Any, token_server: Any
+) -> None:
+    ann = add_instance(
+        token_server.url, name="mine", user_id="ann", auth="bearer", token="token-ann"
+    )
+    bob = add_instance(
+        token_server.url, name="mine", user_id="bob", auth="bearer", token="token-bob"
+    )
+    seen = {}
+    for _ in range(2):
+        for user, record in (("ann", ann), ("bob", bob)):
+            event = host.call(record.id, "whoami", {}, user_id=user)
+            assert event.status == "completed", event.error
+            seen.setdefault(user, set()).add(
+                (
+                    event.result["structured_content"]["client"],
+                    event.result["structured_content"]["port"],
+                )
+            )
+    ((ann_client, ann_port),) = seen["ann"]
+    ((bob_client, bob_port),) = seen["bob"]
+    assert (ann_client, bob_client) == ("ann", "bob")
+    assert ann_port != bob_port  # separate sessions, separate connections
+
+
+def test_arun_uses_sessions_of_the_callers_loop(
+    host: Any, add_instance: Any, http_server: Any
+) -> None:
+    record = add_instance(http_server.url)
+    toolset = host.toolset()
+    name = next(
+        o.name for o in toolset.actions if o.instance_id == record.id and o.action.name == "whoami"
+    )
+
+    async def twice() -> list[Any]:
+        found = []
+        for index in range(2):
+            call = expediter.ToolCall(
+                call_id=f"c{index}",
+                name=name,
+                arguments={},
+                instance_id=record.id,
+                tool="mcp",
+                action="whoami",
+            )
+            async for event in toolset.arun([call], message_id=f"m-{id(found)}-{index}"):
+                found.append(event)
+        return found
+
+    first = asyncio.run(twice())
+    second = asyncio.run(twice())
+    assert all(e.status == "completed" for e in first + second), [
+        (e.call_id, e.name, e.error) for e in first + second
+    ]
+    ports = [[e.result["structured_content"]["port"] for e in run] for run in (first, second)]
+    assert ports[0][0] == ports[0][1]  # reused within one loop
+    assert ports[1][0] == ports[1][1]
+    assert ports[0][0] != ports[1][0]  # another loop, another session

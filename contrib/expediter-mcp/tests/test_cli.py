@@ -1,0 +1,139 @@
+"""``expediter mcp add`` and ``expediter mcp tools``, and ``expediter call`` on an mcp
+instance, through the real command line (the pack installed, its commands found as any
+pack's are), each test in its own EXPEDITER_HOME."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import expediter
+from expediter.cli import cli
+from expediter.core.instances.keys import generate_key
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def run(expediter_home: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """Run ``expediter ARGS...`` with a fresh home and master key; no traceback allowed."""
+    monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
+    monkeypatch.setenv("EXPEDITER_LOAD_PLUGINS", "mcp")
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        result = CliRunner().invoke(cli, list(args), input=input)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+def _secrets(instance_id: str) -> dict[str, Any]:
+    with expediter.Host() as host:
+        return dict(host.instances.get(instance_id, decrypt=True).secrets or {})
+
+
+def test_add_stores_an_mcp_instance_and_prints_its_id(run: Run, token_server: Any) -> None:
+    result = run(
+        "mcp",
+        "add",
+        token_server.url,
+        "--name",
+        "docs",
+        "--auth",
+        "bearer",
+        "--secret",
+        "token=token-ann",
+        "--allow-network",
+        "127.0.0.1",
+    )
+    assert result.exit_code == 0, result.output
+    instance_id = result.stdout.strip()
+    listed = json.loads(run("instances", "ls", "--json").stdout)
+    (record,) = listed
+    assert (record["id"], record["name"], record["tool"]) == (instance_id, "docs", "mcp")
+    assert record["config"]["token"] == "***"
+    assert record["config"]["allow_networks"] == ["127.0.0.1/32"]
+    assert _secrets(instance_id) == {"token": "token-ann"}
+    assert "token-ann" not in result.output
+
+
+def test_tools_lists_the_names_call_takes(run: Run, token_server: Any) -> None:
+    added = run(
+        "mcp",
+        "add",
+        token_server.url,
+        "--name",
+        "docs",
+        "--auth",
+        "bearer",
+        "--secret",
+        "token=token-bob",
+        "--allow-network",
+        "127.0.0.0/8",
+    )
+    instance_id = added.stdout.strip()
+    tools = run("mcp", "tools", instance_id, "--json")
+    assert tools.exit_code == 0, tools.output
+    names = {item["name"]: item["mcp_name"] for item in json.loads(tools.stdout)}
+    assert names["math_add"] == "math.add"
+    table = run("mcp", "tools", instance_id)
+    assert "math_add" in table.stdout
+    assert "math.add" in table.stdout
+    called = run("call", instance_id, "whoami", "--json")
+    assert called.exit_code == 0, called.output
+    assert json.loads(called.stdout)["result"]["structured_content"]["client"] == "bob"
+    failed = run("call", instance_id, "fail", "--args", '{"message": "nope"}', "--json")
+    assert failed.exit_code == 1
+    assert json.loads(failed.stdout)["status"] == "error"
+
+
+def test_tools_says_why_the_guard_refused(run: Run, http_server: Any) -> None:
+    instance_id = run("mcp", "add", http_server.url, "--name", "local").stdout.strip()
+    result = run("mcp", "tools", instance_id)
+    assert result.exit_code == 1
+    assert "egress guard refused" in result.stderr
+    assert "127.0.0.1" in result.stderr
+    assert "--allow-network" in result.stderr
+
+
+def test_add_refuses_what_it_cannot_store(run: Run) -> None:
+    not_url = run("mcp", "add", "ftp://host/x", "--name", "x")
+    assert not_url.exit_code == 2
+    assert "not an http or https URL" in not_url.stderr
+    bad_secret = run("mcp", "add", "https://h.example/mcp", "--name", "x", "--secret", "tokn=1")
+    assert bad_secret.exit_code == 2
+    assert "no secret field tokn" in bad_secret.stderr
+    bad_net = run("mcp", "add", "https://h.example/mcp", "--name", "x", "--allow-network", "x")
+    assert bad_net.exit_code == 2
+
+
+def test_add_stdio_splits_the_command_line(run: Run) -> None:
+    result = run(
+        "mcp",
+        "add",
+        "mcp-server-time --local-timezone UTC",
+        "--transport",
+        "stdio",
+        "--name",
+        "time",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["config"]
+    assert (config["command"], config["args"]) == ("mcp-server-time", ["--local-timezone", "UTC"])
+
+
+def test_login_refuses_an_instance_without_oauth(run: Run) -> None:
+    instance_id = run("mcp", "add", "https://h.example/mcp", "--name", "x").stdout.strip()
+    result = run("mcp", "login", instance_id)
+    assert result.exit_code == 2
+    assert "does not use OAuth" in result.stderr

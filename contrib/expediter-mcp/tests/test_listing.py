@@ -1,0 +1,93 @@
+"""A server's tool list: kept for ``list_ttl`` seconds, asked again at once when the server
+says it changed, and made of names every provider accepts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from expediter_mcp.listing import Listing, action_name
+from hypothesis import given
+from hypothesis import strategies as st
+from servers import McpServer, build_server
+
+from expediter.core.turns.naming import NAME_PATTERN
+
+
+@pytest.fixture
+def growing_server() -> Iterator[McpServer]:
+    """A server whose ``grow`` tool adds a tool (fastmcp then notifies its clients)."""
+    running = McpServer(build_server(growing=True))
+    yield running
+    running.close()
+
+
+def _actions(host: Any, instance_id: str) -> set[str]:
+    return {o.action.name for o in host.toolset().actions if o.instance_id == instance_id}
+
+
+def test_a_list_changed_notification_refreshes_the_actions(
+    host: Any, add_instance: Any, growing_server: McpServer
+) -> None:
+    record = add_instance(growing_server.url, list_ttl=3600)
+    assert "fresh.tool" not in _actions(host, record.id)
+    event = host.call(record.id, "grow", {"name": "fresh.tool"})
+    assert event.status == "completed", event.error
+    assert "fresh_tool" in _actions(host, record.id)
+    assert host.call(record.id, "fresh_tool", {}).status == "completed"
+
+
+def test_the_list_is_kept_while_fresh(
+    host: Any, add_instance: Any, growing_server: McpServer
+) -> None:
+    from expediter_mcp import tool as tool_module
+
+    record = add_instance(growing_server.url, list_ttl=3600)
+    asked = []
+    real = tool_module.McpTool._list
+
+    async def counting(self: Any, context: Any, key: Any) -> Any:
+        asked.append(key)
+        return await real(self, context, key)
+
+    tool_module.McpTool._list = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(3):
+            _actions(host, record.id)
+            host.call(record.id, "math_add", {"a": 1, "b": 1})
+    finally:
+        tool_module.McpTool._list = real  # type: ignore[method-assign]
+    assert len(asked) == 1
+
+
+class _Tool:
+    def __init__(self, name: str, schema: Any = None) -> None:
+        self.name = name
+        self.description = f"{name} tool"
+        self.input_schema = schema
+
+
+@given(st.lists(st.text(min_size=1, max_size=130), max_size=30))
+def test_action_names_are_valid_unique_and_map_back(names: list[str]) -> None:
+    listing = Listing.of([_Tool(name) for name in names], 0.0)
+    assert len(set(listing.names)) == len(listing.names)
+    for action in listing.actions:
+        assert NAME_PATTERN.match(action.name)
+        assert listing.names[action.name] in names
+    assert set(listing.names.values()) == set(names)
+
+
+def test_the_same_names_give_the_same_action_names() -> None:
+    names = ["a.b", "a_b", "x" * 128, "x" * 127 + "y", "1st"]
+    first = Listing.of([_Tool(n) for n in names], 0.0).names
+    second = Listing.of([_Tool(n) for n in names], 0.0).names
+    assert first == second
+    assert first["a_b"] == "a.b"  # the first keeps the plain name
+    assert action_name("a.b", set()) == "a_b"
+
+
+def test_a_schema_that_is_not_an_object_becomes_an_empty_object() -> None:
+    listing = Listing.of([_Tool("odd", {"type": "string"}), _Tool("none", None)], 0.0)
+    for action in listing.actions:
+        assert action.parameters["type"] == "object"
