@@ -50,6 +50,15 @@ def build_server(
         port = request.client.port if request.client else None
         return {"client": token.client_id if token else None, "port": port}
 
+    @server.tool
+    def header(name: str) -> dict[str, Any]:
+        """A request header's value, with a digest of it (so a test can tell what came)."""
+        import hashlib
+
+        value = get_http_request().headers.get(name)
+        digest = None if value is None else hashlib.sha256(value.encode()).hexdigest()
+        return {"present": value is not None, "sha256": digest, "value": value}
+
     @server.tool(name="math.add")
     def add(a: int, b: int) -> int:
         """Add two numbers."""

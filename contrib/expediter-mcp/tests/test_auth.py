@@ -118,3 +118,54 @@ def test_arun_uses_sessions_of_the_callers_loop(
     assert ports[0][0] == ports[0][1]  # reused within one loop
     assert ports[1][0] == ports[1][1]
     assert ports[0][0] != ports[1][0]  # another loop, another session
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_an_api_key_goes_in_its_header_and_never_back_to_the_model(
+    host: Any, add_instance: Any, http_server: Any
+) -> None:
+    record = add_instance(
+        http_server.url, auth="api_key", api_key="key-0123456789", header_name="X-Shop-Key"
+    )
+    event = host.call(record.id, "header", {"name": "X-Shop-Key"})
+    assert event.status == "completed", event.error
+    seen = event.result["structured_content"]
+    assert seen["sha256"] == _sha("key-0123456789")  # the server got it
+    assert "key-0123456789" not in str(event.result)  # the echo is hidden from the model
+    row = host.ledger.get(event.key)
+    assert "key-0123456789" not in str(row)
+
+
+def test_basic_credentials_and_secret_headers(
+    host: Any, add_instance: Any, http_server: Any
+) -> None:
+    import base64
+
+    record = add_instance(
+        http_server.url,
+        auth="basic",
+        username="ann",
+        password="pw-0123456789",
+        secret_headers={"X-Tenant-Secret": "tenant-0123456789"},
+    )
+    basic = host.call(record.id, "header", {"name": "Authorization"})
+    expected = "Basic " + base64.b64encode(b"ann:pw-0123456789").decode()
+    assert basic.result["structured_content"]["sha256"] == _sha(expected)
+    assert expected.split()[1] not in str(basic.result)  # the derived token is hidden too
+    tenant = host.call(record.id, "header", {"name": "X-Tenant-Secret"})
+    assert tenant.result["structured_content"]["sha256"] == _sha("tenant-0123456789")
+    assert "tenant-0123456789" not in str(tenant.result)
+
+
+def test_a_missing_credential_names_the_field(
+    host: Any, add_instance: Any, http_server: Any
+) -> None:
+    record = add_instance(http_server.url, auth="bearer")
+    event = host.call(record.id, "whoami", {})
+    assert event.status == "error"
+    assert "needs the secret 'token'" in event.error

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from expediter.core.netguard import EgressPolicy
 from expediter.errors import ConfigError
 from expediter_mcp.config import STDIO_ALLOW, Settings, stdio_allowed
@@ -22,7 +24,7 @@ from expediter_mcp.sessions import Session, guarded_factory
 if TYPE_CHECKING:
     from fastmcp import Client
 
-__all__ = ["auth_headers", "make_client"]
+__all__ = ["Credentials", "auth_headers", "make_client"]
 
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: What a header value may not hold: control characters other than tab.
@@ -42,7 +44,16 @@ def _checked(name: str, value: str) -> None:
         raise ConfigError(f"mcp: the value of header {name!r} holds control characters")
 
 
-def auth_headers(settings: Settings, secrets: Mapping[str, Any]) -> dict[str, str]:
+@attrs.frozen
+class Credentials:
+    """The headers every request of an instance carries, and the secret texts derived from
+    its credentials (a basic token's base64), hidden in results as configured secrets are."""
+
+    headers: Mapping[str, str]
+    derived: frozenset[str] = frozenset()
+
+
+def auth_headers(settings: Settings, secrets: Mapping[str, Any]) -> Credentials:
     """The headers every request of the instance carries: its headers, its secret headers,
     and the credential its auth mode asks for (ConfigError when that credential is missing)."""
     headers = dict(settings.headers)
@@ -66,12 +77,15 @@ def auth_headers(settings: Settings, secrets: Mapping[str, Any]) -> dict[str, st
         headers["Authorization"] = f"Bearer {needed('token')}"
     elif auth == "api_key":
         headers[settings.header_name] = needed("api_key")
-    elif auth == "basic":
+    derived: frozenset[str] = frozenset()
+    if auth == "basic":
         pair = f"{settings.username or ''}:{needed('password')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        token = base64.b64encode(pair.encode()).decode("ascii")
+        headers["Authorization"] = f"Basic {token}"
+        derived = frozenset({token})
     for name, value in headers.items():
         _checked(name, value)
-    return headers
+    return Credentials(headers, derived)
 
 
 def make_client(

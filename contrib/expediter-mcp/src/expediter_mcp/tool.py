@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import expediter
 from expediter.core.calls.eventloop import BackgroundLoop
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
+from expediter.core.records.redaction import hide_values
 from expediter.errors import ActionNotFound, ConfigError
 from expediter_mcp.config import FIELDS, SECRET_FIELDS, Settings
 from expediter_mcp.connect import auth_headers, make_client
@@ -70,6 +71,8 @@ class McpTool(expediter.Toolbox):
         self._stale: set[tuple[Any, ...]] = set()
         self._policies: dict[tuple[str, ...], EgressPolicy] = {}
         self._hashes: dict[int, tuple[Mapping[str, Any], str]] = {}
+        #: Secret texts derived from a key's credentials (hidden in its results).
+        self._derived: dict[tuple[Any, ...], frozenset[str]] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -140,7 +143,10 @@ class McpTool(expediter.Toolbox):
             from expediter_mcp.oauth import oauth_for
 
             auth = oauth_for(settings, secrets, context, key)
-        headers = auth_headers(settings, secrets)
+        credentials = auth_headers(settings, secrets)
+        headers = credentials.headers
+        if credentials.derived:
+            self._derived[key] = credentials.derived
         handler = _Changes(self._stale, key)
         network = self.network
 
@@ -268,7 +274,10 @@ class McpTool(expediter.Toolbox):
             raise expediter.ToolError(
                 f"the MCP server did not answer within {timeout:g} s"
             ) from None
-        return tool_result(result, settings.max_image_bytes)
+        value = tool_result(result, settings.max_image_bytes)
+        derived = self._derived.get(key)
+        # The host hides the configured secrets; what the pack derived from them it hides.
+        return value if derived is None else hide_values(value, derived)
 
     def _refused(
         self, exc: CredentialsRefused, context: expediter.CallContext
