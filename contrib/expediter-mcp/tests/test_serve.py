@@ -55,9 +55,7 @@ def tools_dir(tmp_path: Path) -> Path:
 def served_host(make_host: Callable[..., Any], tools_dir: Path) -> Any:
     """The host being served: the ``loud`` test tool and a SQLite ledger (created now)."""
     host = make_host(tools_path=(tools_dir,), record_calls=True)
-    # Opened here, before any other host opens it: two hosts creating the tables of a new
-    # SQLite ledger at once can collide ("table tool_call_attempts already exists").
-    assert host.ledger is not None
+    assert host.ledger is not None  # created now, before the test's clock starts
     return host
 
 

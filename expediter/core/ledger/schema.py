@@ -51,6 +51,8 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
     from alembic import command
 
     engine = sa.create_engine(database.sqlalchemy_url, poolclass=sa.pool.NullPool)
+    if database.dialect == "sqlite":
+        _serialized(engine)
     try:
         with engine.begin() as connection:
             config = _config(connection)
@@ -69,6 +71,21 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
         engine.dispose()
     logger.info("ledger schema of %s is at %s", database.display, row[0] if row else None)
     return str(row[0]) if row else None
+
+
+def _serialized(engine: Any) -> None:
+    """Make each SQLite upgrade one ``BEGIN IMMEDIATE`` transaction: two processes opening a
+    new ledger at once then take turns (the second waits, then finds the tables made),
+    where otherwise both would see an empty file and both create the tables."""
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _no_implicit_transactions(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the transaction below is the only one
+
+    @event.listens_for(engine, "begin")
+    def _take_the_write_lock(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _is_empty(connection: Any) -> bool:

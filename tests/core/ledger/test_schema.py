@@ -264,6 +264,41 @@ def test_a_ledger_upgrades_an_embedded_sqlite_when_it_opens(tmp_path: Path) -> N
         ledger.close()
 
 
+_OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from expediter.core.ledger import Ledger
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+ledger = Ledger(sys.argv[1], home=Path(sys.argv[3]))
+ledger.open()
+ledger.begin(key=f"run:{sys.argv[4]}", call_id=sys.argv[4], user_id=None)
+ledger.close()
+"""
+
+
+def test_processes_opening_a_new_sqlite_ledger_at_once_take_turns(tmp_path: Path) -> None:
+    for round_ in range(3):
+        folder = tmp_path / f"round{round_}"
+        folder.mkdir()
+        url = f"sqlite:///{folder / 'ledger.db'}"
+        go = folder / "go"
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT_ONCE, url, str(go), str(folder / f"h{n}"), str(n)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(4)
+        ]
+        go.touch()
+        for worker in workers:
+            _, errors = worker.communicate(timeout=120)
+            assert worker.returncode == 0, errors
+        assert revision_of(url) == schema.HEAD
+
+
 def test_a_host_creates_its_default_sqlite_ledger_on_the_first_call(
     make_host: Callable[..., Host], expediter_home: Path
 ) -> None:
