@@ -209,7 +209,11 @@ class Host:
 
             with self._lock:
                 if self._loaded_tools is None:
-                    self._loaded_tools = LoadedTools(self._resolve_type, self.hooks.wrappers)
+                    self._loaded_tools = LoadedTools(
+                        self._resolve_type,
+                        self.hooks.wrappers,
+                        run_async=lambda awaitable: self._background_loop().run(awaitable),
+                    )
         return self._loaded_tools
 
     @property

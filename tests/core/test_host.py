@@ -348,6 +348,7 @@ def test_closing_the_host_closes_its_loaded_tools(tmp_path: Path) -> None:
         """Keeps a client open."""
 
         name = "pooled"
+        close_on_shutdown = True
 
         @expediter.action
         def ping(self) -> str:
@@ -368,9 +369,29 @@ def test_closing_the_host_closes_its_loaded_tools(tmp_path: Path) -> None:
             closed.append("closing action")
             return "closed"
 
-    host = Host(home=tmp_path, plugins=[Pooled, Closing], autoload=False, record_calls=False)
+    class Garage:
+        """A hook class whose action close is its close method."""
+
+        name = "garage"
+
+        @expediter.hookimpl
+        def get_actions_metadata(self, context: CallContext) -> list[Action]:
+            return [Action(name="close", description="Close the garage door.")]
+
+        @expediter.hookimpl
+        def execute_action(self, action: str, arguments: dict[str, Any], context: Any) -> Any:
+            return getattr(self, action)()
+
+        def close(self) -> str:
+            closed.append("garage door")
+            return "closed"
+
+    host = Host(
+        home=tmp_path, plugins=[Pooled, Closing, Garage], autoload=False, record_calls=False
+    )
     assert host.call("pooled", "ping", {}).result == "pong"
     assert host.call("closing", "close", {}).status == "completed"
+    assert host.call("garage", "close", {}).status == "completed"
     closed.clear()
     host.close()
     assert closed == ["pooled"]

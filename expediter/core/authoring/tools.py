@@ -320,6 +320,9 @@ class Toolbox:
     #: call) instead of once: for actions that change, such as a remote server's tools. The
     #: tool keeps its own cache and returns the very same list while nothing changed.
     dynamic_actions: ClassVar[bool] = False
+    #: The host calls the instance's ``close()`` when it closes (``Host.close()``): for a
+    #: tool that keeps clients, sessions or processes open between calls.
+    close_on_shutdown: ClassVar[bool] = False
     #: The configuration an instance needs, returned by ``config_requirements``.
     config_fields: ClassVar[Sequence[ConfigField]] = ()
 

@@ -37,8 +37,14 @@ class BackgroundLoop:
             return self._loop
 
     def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
-        """Run an awaitable on the loop and wait for its result."""
+        """Run an awaitable on the loop and wait for its result (RuntimeError on the loop's
+        own thread, where waiting would never end)."""
         loop = self._start()
+        if threading.current_thread() is self._thread:
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # never awaited: say so quietly rather than warn
+            raise RuntimeError("cannot wait for the host's loop from a task running on it")
         future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
         try:
             return future.result(timeout)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-import types
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, final
@@ -250,6 +249,7 @@ class LoadedTool:
         "instance",
         "instance_id",
         "relay",
+        "run_async",
         "secret_values",
         "secrets",
         "type",
@@ -264,8 +264,12 @@ class LoadedTool:
         *,
         instance_id: str,
         user_id: str | None,
+        run_async: Callable[[Any], Any] | None = None,
     ) -> None:
         self.type = tool_type
+        #: Runs an awaitable to its result on the host's background loop (where the tool's
+        #: sync callers' calls run): for a ``get_actions_metadata`` that returns one.
+        self.run_async = run_async
         self.instance = instance
         self.relay = relay
         self.instance_id = instance_id
@@ -281,7 +285,7 @@ class LoadedTool:
         #: The tool lists its actions anew whenever asked (``dynamic_actions``), e.g. the
         #: tools of a remote MCP server; it returns the very same list while nothing changed.
         self.dynamic = getattr(instance, "dynamic_actions", False) is True
-        self._accepted: dict[str, frozenset[str] | None] = {}
+        self._accepted: dict[str, tuple[Action, frozenset[str] | None]] = {}
         self._hooks: dict[str, bool] = {}
         self._contexts: dict[str, bool] = {}
         self._is_sugar: bool | None = None
@@ -436,15 +440,19 @@ class LoadedTool:
 
     def undeclared(self, action: Action, arguments: Mapping[str, Any]) -> list[str]:
         """Argument names the action's schema does not declare (none if it allows extras)."""
-        accepted = self._accepted.get(action.name, _UNKNOWN)
-        if accepted is _UNKNOWN:
+        # Kept per action object: a dynamic tool may list another action of that name (a
+        # new schema, or another user's list).
+        found = self._accepted.get(action.name)
+        if found is not None and found[0] is action:
+            accepted = found[1]
+        else:
             schema = action.parameters
             properties = schema.get("properties")
             if properties is None or schema.get("additionalProperties"):
                 accepted = None
             else:
                 accepted = frozenset(properties) | frozenset(action.fixed)
-            self._accepted[action.name] = accepted
+            self._accepted[action.name] = (action, accepted)
         if accepted is None or accepted.issuperset(arguments):
             return []
         return [name for name in arguments if name not in accepted]
@@ -476,6 +484,11 @@ class LoadedTool:
         if actions is not None and not self.dynamic:
             return actions
         found = self.relay.hook.get_actions_metadata(context=context) or []
+        if hasattr(found, "__await__"):
+            # A remote tool asks its server on the loop its calls from sync callers use.
+            if self.run_async is None:
+                raise TypeError(f"tool {self.type.name!r}: get_actions_metadata is async here")
+            found = self.run_async(found) or []
         if actions is not None and found is self._found:
             return actions
         actions = {item.name: item for item in coerce_actions(found, self.type.name)}
@@ -545,9 +558,11 @@ class LoadedTools:
         self,
         resolve: Callable[[str], ToolType],
         wrappers: Callable[[], Sequence[object]] = tuple,
+        run_async: Callable[[Any], Any] | None = None,
     ) -> None:
         self._resolve = resolve
         self._wrappers = wrappers
+        self._run_async = run_async
         self._types: dict[str, ToolType] = {}
         self._loaded: OrderedDict[tuple[str, str | None, str | None, str], LoadedTool] = (
             OrderedDict()
@@ -623,7 +638,12 @@ class LoadedTools:
                 instance = tool_type.factory(config)
                 relay = make_relay(instance, tool_type.name, self._wrappers())
                 loaded = LoadedTool(
-                    tool_type, instance, relay, instance_id=instance_id, user_id=owner
+                    tool_type,
+                    instance,
+                    relay,
+                    instance_id=instance_id,
+                    user_id=owner,
+                    run_async=self._run_async,
                 )
                 if config:
                     loaded.keep_secrets(config)
@@ -653,23 +673,20 @@ class LoadedTools:
         return loaded.call(action=action, arguments=arguments, context=context)
 
     def close(self) -> None:
-        """Call ``close()`` on every loaded tool instance that has one (pooled clients,
-        sessions, server processes); an error is logged, never raised."""
+        """Call ``close()`` on every loaded tool instance whose class declares
+        ``close_on_shutdown = True`` (pooled clients, sessions, server processes); an error is
+        logged, never raised. Nothing else is called: a ``close`` may be an action."""
         with self._lock:
             loaded = {
                 id(item.instance): item for item in (*self._loaded.values(), *self._plain.values())
             }
         for item in loaded.values():
             instance = item.instance
-            if isinstance(instance, types.ModuleType):
-                continue  # a module's ``close`` would be one of its actions
-            specs = getattr(instance, "action_specs", None)
-            if callable(specs) and "close" in specs():
+            if getattr(type(instance), "close_on_shutdown", False) is not True:
                 continue
-            close = getattr(type(instance), "close", None)
+            close = getattr(instance, "close", None)
             if not callable(close):
                 continue
-            close = instance.close
             try:
                 close()
             except Exception as exc:

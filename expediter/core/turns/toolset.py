@@ -490,7 +490,15 @@ class Offers:
                     parameters, is_strict = strict_schema(parameters), True
                 except NotStrictable as exc:
                     logger.info("%s is offered without strict mode: %s", offered.name, exc)
+                except Exception as exc:  # a malformed schema (e.g. from a remote server)
+                    logger.warning(
+                        "%s is offered without strict mode: its schema is malformed (%s)",
+                        offered.name,
+                        type(exc).__name__,
+                    )
             cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
+            if len(self._schemas) >= 8192:
+                self._schemas.clear()  # dynamic actions replace theirs: keep no dead ones
             self._schemas[key] = cached
         _, parameters, is_strict = cached
         return ToolSpec(offered.name, offered.action.description, parameters, is_strict)

@@ -101,3 +101,61 @@ def test_a_stored_instance_lists_anew_and_keeps_its_source_while_unchanged(
     Remote.listing = [_action("third")]
     assert [item.action.name for item in offered(host.toolset())] == ["third"]
     host.close()
+
+
+class PerUser(expediter.Toolbox):
+    """Lists an action ``x`` whose argument depends on who asks."""
+
+    name = "per_user"
+    dynamic_actions = True
+    lists: ClassVar[dict[str | None, list[expediter.Action]]] = {
+        "ann": [_action("x", "q")],
+        "bob": [_action("x", "r")],
+    }
+
+    def get_actions_metadata(self, context: expediter.CallContext) -> list[expediter.Action]:
+        return self.lists.get(context.user_id, [])
+
+    def execute_action(
+        self, action: str, arguments: dict[str, Any], context: expediter.CallContext
+    ) -> Any:
+        return sorted(arguments)
+
+
+def test_each_users_arguments_are_checked_against_that_users_listing(tmp_path: Any) -> None:
+    host = expediter.Host(
+        home=tmp_path, plugins=[PerUser], builtins=False, autoload=False, record_calls=False
+    )
+    for _ in range(2):
+        ann = host.call("per_user", "x", {"q": "1"}, user_id="ann")
+        assert ann.status == "completed", ann.error
+        bob = host.call("per_user", "x", {"r": "1"}, user_id="bob")
+        assert bob.status == "completed", bob.error
+    assert host.call("per_user", "x", {"q": "1"}, user_id="bob").error_type == "ArgumentError"
+    # Offered in each user's toolset (one shared instance), called in turn.
+    instance = {"tool": "per_user", "instance_id": "shared", "config": {"x": 1}}
+    ann_set = host.toolset(user_id="ann", instances=[instance])
+    bob_set = host.toolset(user_id="bob", instances=[instance])
+    for toolset, argument in ((ann_set, "q"), (bob_set, "r"), (ann_set, "q")):
+        offered = next(o for o in toolset.actions if o.instance_id == "shared")
+        call = expediter.ToolCall(
+            "c1", offered.name, {argument: "1"}, instance_id="shared", tool="per_user", action="x"
+        )
+        (event,) = toolset.run([call])
+        assert event.status == "completed", event.error
+    host.close()
+
+
+def test_a_malformed_schema_is_offered_without_strict_mode(tmp_path: Any) -> None:
+    host = _host(tmp_path)
+    bad = expediter.Action(
+        name="odd",
+        description="odd",
+        parameters={"type": "object", "properties": {"a": {"enum": 5}, "b": {"anyOf": 5}}},
+    )
+    Remote.listing = [bad, _action("fine", "a")]
+    instance = {"tool": "remote", "instance_id": "r1", "config": {"x": 1}}
+    for provider in ("openai", "openai-responses"):
+        specs = host.toolset(instances=[instance]).schemas(provider, strict=True)
+        assert len(specs) >= 2  # one malformed schema does not take the others down
+    host.close()

@@ -156,6 +156,7 @@ class HttpTool(expediter.Toolbox):
     """Call an HTTP API: each action is one operation of it."""
 
     name = "http"
+    close_on_shutdown = True
     config_fields = _FIELDS
     #: The resolver names go through (tests inject one; None: the process's shared one).
     resolver: ClassVar[Resolver | None] = None
