@@ -15,7 +15,7 @@ import base64
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -157,19 +157,28 @@ class Browser:
     """The person at the browser: ``show`` is what ``interactive_login`` prints through; on the
     authorization URL it acts in a thread of its own (the login's loop must keep running)."""
 
-    def __init__(self, action: str = "approve", delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        action: str = "approve",
+        delay: float = 0.0,
+        stray: Sequence[Callable[[str], dict[str, str]]] = (),
+    ) -> None:
         #: ``approve`` (fetch the URL, follow the redirect), ``deny`` (send the callback an
-        #: ``access_denied`` error) or ``ignore`` (never answer).
+        #: ``access_denied`` error) or ``ignore`` (never answer; ``stray`` is still sent).
         self.action = action
         self.delay = delay
+        #: Callbacks someone else sends first (each makes the query from the login's state).
+        self.stray = stray
         self.lines: list[str] = []
         self.responses: list[httpx2.Response] = []
+        #: The answers to the ``stray`` callbacks.
+        self.stray_responses: list[httpx2.Response] = []
         self.errors: list[Exception] = []
         self._threads: list[threading.Thread] = []
 
     def show(self, line: str) -> None:
         self.lines.append(line)
-        if line.startswith(("http://", "https://")) and self.action != "ignore":
+        if line.startswith(("http://", "https://")) and (self.action != "ignore" or self.stray):
             thread = threading.Thread(target=self._act, args=(line,), daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -183,10 +192,15 @@ class Browser:
 
     def _fetch(self, url: str) -> None:
         with httpx2.Client(trust_env=False, timeout=10) as client:
+            query = parse_qs(urlsplit(url).query)
+            for make in self.stray:
+                params = make(query["state"][0])
+                self.stray_responses.append(client.get(query["redirect_uri"][0], params=params))
+            if self.action == "ignore":
+                return
             if self.action == "approve":
                 self.responses.append(client.get(url, follow_redirects=True))
                 return
-            query = parse_qs(urlsplit(url).query)
             redirect = query["redirect_uri"][0]
             state = query["state"][0]
             self.responses.append(

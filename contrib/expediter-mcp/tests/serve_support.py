@@ -1,9 +1,11 @@
-"""Helpers of the ``expediter serve --mcp`` tests: small test tools, a served host over HTTP in
-a thread, and ``expediter serve`` as a real process."""
+"""Helpers of the ``expediter serve --mcp`` tests: small test tools, MCP requests to a served
+host, a served host over HTTP in a thread, and ``expediter serve`` as a real process."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import os
 import queue
 import re
@@ -15,8 +17,17 @@ import time
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from expediter_mcp.serving.bridge import Bridge
+from expediter_mcp.serving.provider import make_server
 
 T = TypeVar("T")
+
+#: The user whose tools are served.
+USER = "ann"
+#: A bearer token for the tests (never to be printed).
+TOKEN = "s3cret-Token_for.tests~1"
 
 #: One tool module (tool ``loud``): each function is one of its actions.
 TOOLS = '''
@@ -81,17 +92,87 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
 
 
+def server_for(host: Any, *, approval_wait: float | None = None, auth: Any = None) -> Any:
+    """The fastmcp server offering ``host``'s tools for ``USER``."""
+    return make_server(Bridge(host, user_id=USER, approval_wait=approval_wait), auth=auth)
+
+
+async def _tools(server: Any) -> dict[str, Any]:
+    from fastmcp import Client
+
+    async with Client(server) as client:
+        return {tool.name: tool for tool in await client.list_tools()}
+
+
+def listed(server: Any) -> dict[str, Any]:
+    """The server's tools by name (one ``tools/list``)."""
+    return run(_tools(server))
+
+
+async def _call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
+    from fastmcp import Client
+
+    async with Client(server) as client:
+        return await client.call_tool(name, arguments, raise_on_error=False)
+
+
+def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """One ``tools/call``; its result (errors included, never raised)."""
+    return run(_call(server, name, arguments))
+
+
+def text_of(result: Any) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def row_of(host: Any, action: str) -> Any:
+    """The newest ledger row of an action of the ``loud`` tool."""
+    rows = [row for row in host.ledger.rows(tool="loud", limit=0) if row.action == action]
+    assert rows, f"no ledger row for loud.{action}"
+    return rows[0]
+
+
+def post_initialize(
+    url: str, authorization: str | None = None, headers: Mapping[str, str] | None = None
+) -> int:
+    """The HTTP status of an MCP ``initialize`` request sent with this Authorization header
+    (and ``headers``: a ``Host`` given there replaces the one naming the URL's address)."""
+    parts = urlsplit(url)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "tests", "version": "0"},
+        },
+    }
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        sent["Authorization"] = authorization
+    sent.update(headers or {})
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:
+        connection.request("POST", parts.path, body=json.dumps(body), headers=sent)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
 class HttpServer:
     """A fastmcp server's streamable-HTTP app, served by uvicorn in a thread on 127.0.0.1 (a
-    free port, bound the way ``expediter serve`` binds it); ``url`` is its endpoint."""
+    free port, bound and guarded the way ``expediter serve`` does it); ``url`` is its
+    endpoint."""
 
     def __init__(self, server: Any, path: str = "/mcp") -> None:
         import uvicorn
-        from expediter_mcp.serving.transport import listen, url_of
+        from expediter_mcp.serving.transport import http_app, listen, url_of
 
         self.sock = listen("127.0.0.1", 0)
         self.url = url_of("127.0.0.1", self.sock, path)
-        config = uvicorn.Config(server.http_app(path=path), log_level="warning", lifespan="on")
+        app = http_app(server, "127.0.0.1", self.sock, path)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=lambda: asyncio.run(self._uvicorn.serve(sockets=[self.sock])), daemon=True

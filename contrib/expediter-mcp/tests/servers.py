@@ -11,17 +11,22 @@ import time
 from typing import Any
 
 import uvicorn
+from expediter_mcp.listing import action_name
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_access_token, get_http_request
 
-__all__ = ["McpServer", "build_server", "free_port"]
+__all__ = ["ADD", "McpServer", "build_server", "free_port"]
 
 
 # The servers run in the tests' own process: their logs (a tool's traceback, "Auth error
 # returned") would land in the output the tests read.
 logging.getLogger("fastmcp").setLevel(logging.CRITICAL)
 logging.getLogger("mcp").setLevel(logging.CRITICAL)
+
+
+#: The action name of the server's ``math.add`` tool (a dotted name: made valid, with a hash).
+ADD = action_name("math.add", set())
 
 
 def free_port() -> int:
@@ -67,8 +72,14 @@ def build_server(
     @server.tool
     async def sleep(seconds: float) -> str:
         """Sleep, then answer."""
+        server.calls.append(("sleep", seconds))  # type: ignore[attr-defined]
         await asyncio.sleep(seconds)
         return "slept"
+
+    @server.tool
+    def big(size: int) -> str:
+        """A text of ``size`` characters."""
+        return "x" * size
 
     @server.tool
     def fail(message: str) -> str:

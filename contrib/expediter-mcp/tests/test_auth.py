@@ -169,3 +169,36 @@ def test_a_missing_credential_names_the_field(
     event = host.call(record.id, "whoami", {})
     assert event.status == "error"
     assert "needs the secret 'token'" in event.error
+
+
+class Vault:
+    """A ``resolve_secret`` provider that gives each user their own token."""
+
+    tokens: dict[str | None, str] = {"ann": "token-ann", "bob": "token-bob"}
+
+    @expediter.hookimpl
+    def resolve_secret(self, name: str, context: expediter.CallContext) -> str | None:
+        return self.tokens.get(context.user_id) if name == "token" else None
+
+
+def test_one_instance_with_per_user_secrets_never_shares_a_session(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, token_server: Any
+) -> None:
+    from expediter.core.instances.keys import generate_key
+
+    monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
+    monkeypatch.setenv("EXPEDITER_LOAD_PLUGINS", "mcp")
+    shared = expediter.Host(home=tmp_path, plugins=[Vault()])
+    record = shared.instances.add(
+        "mcp",
+        name="shared",
+        config={"url": token_server.url, "auth": "bearer", "allow_networks": ["127.0.0.0/8"]},
+        operator=True,
+    )
+    try:
+        for user in ("ann", "bob", "ann", "bob"):
+            event = shared.call(record.id, "whoami", {}, user_id=user)
+            assert event.status == "completed", event.error
+            assert event.result["structured_content"]["client"] == user
+    finally:
+        shared.close()

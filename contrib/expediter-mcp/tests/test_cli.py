@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from servers import ADD
 
 import expediter
 from expediter.cli import cli
@@ -84,9 +85,9 @@ def test_tools_lists_the_names_call_takes(run: Run, token_server: Any) -> None:
     tools = run("mcp", "tools", instance_id, "--json")
     assert tools.exit_code == 0, tools.output
     names = {item["name"]: item["mcp_name"] for item in json.loads(tools.stdout)}
-    assert names["math_add"] == "math.add"
+    assert names[ADD] == "math.add"
     table = run("mcp", "tools", instance_id)
-    assert "math_add" in table.stdout
+    assert ADD in table.stdout
     assert "math.add" in table.stdout
     called = run("call", instance_id, "whoami", "--json")
     assert called.exit_code == 0, called.output

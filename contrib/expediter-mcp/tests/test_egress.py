@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from expediter_mcp.tool import McpTool
+from servers import ADD
 
 import expediter
 from expediter.core.netguard import Resolver
@@ -72,7 +73,7 @@ def test_an_allowed_range_dials_the_checked_address_keeping_the_name(
         f"http://local.test:{http_server.port}/mcp",
         allow_networks=["127.0.0.0/8"],
     )
-    event = lookup_host.call(record.id, "math_add", {"a": 1, "b": 2})
+    event = lookup_host.call(record.id, ADD, {"a": 1, "b": 2})
     assert event.status == "completed", event.error
     assert event.result["structured_content"] == {"result": 3}
 

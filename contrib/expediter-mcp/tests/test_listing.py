@@ -10,7 +10,7 @@ import pytest
 from expediter_mcp.listing import Listing, action_name
 from hypothesis import given
 from hypothesis import strategies as st
-from servers import McpServer, build_server
+from servers import ADD, McpServer, build_server
 
 from expediter.core.turns.naming import NAME_PATTERN
 
@@ -34,8 +34,9 @@ def test_a_list_changed_notification_refreshes_the_actions(
     assert "fresh.tool" not in _actions(host, record.id)
     event = host.call(record.id, "grow", {"name": "fresh.tool"})
     assert event.status == "completed", event.error
-    assert "fresh_tool" in _actions(host, record.id)
-    assert host.call(record.id, "fresh_tool", {}).status == "completed"
+    fresh = action_name("fresh.tool", set())
+    assert fresh in _actions(host, record.id)
+    assert host.call(record.id, fresh, {}).status == "completed"
 
 
 def test_the_list_is_kept_while_fresh(
@@ -55,7 +56,7 @@ def test_the_list_is_kept_while_fresh(
     try:
         for _ in range(3):
             _actions(host, record.id)
-            host.call(record.id, "math_add", {"a": 1, "b": 1})
+            host.call(record.id, ADD, {"a": 1, "b": 1})
     finally:
         tool_module.McpTool._list = real  # type: ignore[method-assign]
     assert len(asked) == 1
@@ -78,16 +79,34 @@ def test_action_names_are_valid_unique_and_map_back(names: list[str]) -> None:
     assert set(listing.names.values()) == set(names)
 
 
-def test_the_same_names_give_the_same_action_names() -> None:
-    names = ["a.b", "a_b", "x" * 128, "x" * 127 + "y", "1st"]
-    first = Listing.of([_Tool(n) for n in names], 0.0).names
-    second = Listing.of([_Tool(n) for n in names], 0.0).names
-    assert first == second
-    assert first["a_b"] == "a.b"  # the first keeps the plain name
-    assert action_name("a.b", set()) == "a_b"
+def test_an_action_name_depends_on_its_mcp_name_alone() -> None:
+    names = ["a.b", "a_b", "x" * 128, "x" * 127 + "y", "1st", "get-sum"]
+    forward = Listing.of([_Tool(n) for n in names], 0.0).names
+    backward = Listing.of([_Tool(n) for n in reversed(names)], 0.0).names
+    alone = {n: Listing.of([_Tool(n)], 0.0).names for n in names}
+    assert forward == backward
+    for name in names:  # the same name with or without the other tools
+        assert {v: k for k, v in forward.items()}[name] == next(iter(alone[name]))
+    assert forward["a_b"] == "a_b"  # a valid name is kept
+    assert forward["get-sum"] == "get-sum"
+    dotted = action_name("a.b", set())
+    assert dotted.startswith("a_b_")
+    assert forward[dotted] == "a.b"
 
 
 def test_a_schema_that_is_not_an_object_becomes_an_empty_object() -> None:
     listing = Listing.of([_Tool("odd", {"type": "string"}), _Tool("none", None)], 0.0)
     for action in listing.actions:
         assert action.parameters["type"] == "object"
+
+
+def test_a_tool_with_a_huge_schema_is_left_out() -> None:
+    from expediter_mcp.listing import MAX_SCHEMA_CHARS
+
+    huge = {
+        "type": "object",
+        "properties": {f"p{n}": {"type": "string", "description": "x" * 100} for n in range(2000)},
+    }
+    assert len(str(huge)) > MAX_SCHEMA_CHARS
+    listing = Listing.of([_Tool("huge", huge), _Tool("small", {"type": "object"})], 0.0)
+    assert list(listing.names.values()) == ["small"]

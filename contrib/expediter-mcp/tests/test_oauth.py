@@ -17,7 +17,9 @@ from typing import Any
 
 import click
 import pytest
+from expediter_mcp.config import Settings
 from expediter_mcp.oauth import ReauthorizeNeeded, TokenStore, oauth_for
+from expediter_mcp.oauth.flows import secret_texts, subject_of
 from expediter_mcp.oauth.store import MemorySlots, slot_name
 from expediter_mcp.operate import login
 from expediter_mcp.tool import McpTool
@@ -70,6 +72,36 @@ def test_login_stores_sealed_tokens_that_later_calls_use(
         for secret in (tokens["access_token"], tokens["refresh_token"], client_id, "test_"):
             assert secret not in data
     assert _client(host.call(record.id, "whoami", {}, user_id="ann")) == client_id
+
+
+def test_the_token_rows_say_when_the_access_token_expires(
+    host: Any, add_instance: Any, oauth_server: OAuthServer, tmp_path: Path
+) -> None:
+    def expiries() -> dict[str, float | None]:
+        with sqlite3.connect(tmp_path / "ledger.db") as db:
+            query = "SELECT name, expires_at FROM oauth_tokens WHERE user_id = 'ann'"
+            return dict(db.execute(query).fetchall())
+
+    record = add_instance(oauth_server.url, auth="oauth")
+    started = time.time()
+    _login(host, record.id, "ann")
+    rows = expiries()
+    expiry = _stored(host, record.id, "ann", "token_expiry")["expires_at"]
+    # The access token's hour (the test server's), not fastmcp's storage TTL of a year.
+    token_expires = rows["token"]
+    assert token_expires is not None
+    assert started + 3600 - 1 <= token_expires <= time.time() + 3600 + 1
+    assert token_expires == pytest.approx(expiry, abs=1)
+    assert rows["token_expiry"] == expiry
+    assert rows["client_info"] is None
+    # A refresh moves it to the new token's expiry.
+    _expire_locally(host, record.id, "ann")
+    refreshed = time.time()
+    assert _client(host.call(record.id, "whoami", {}, user_id="ann"))
+    rows = expiries()
+    assert rows["token"] is not None
+    assert rows["token"] >= refreshed + 3600 - 1
+    assert rows["token_expiry"] == _stored(host, record.id, "ann", "token_expiry")["expires_at"]
 
 
 def test_login_through_the_cli_stores_tokens(
@@ -152,6 +184,37 @@ def _expire_locally(host: Any, instance_id: str, user_id: str) -> None:
     tokens.put(user_id, entry, name="token_expiry")
 
 
+def test_secret_texts_are_the_tokens_a_flow_holds(
+    host: Any, add_instance: Any, oauth_server: OAuthServer
+) -> None:
+    record = add_instance(oauth_server.url, auth="oauth")
+    _login(host, record.id, "ann")
+    tool, context = _tool_and_context(host, record.id, "ann")
+    auth = oauth_for(tool.settings, {}, context, ("test",))
+    assert secret_texts(auth) == frozenset()  # nothing loaded yet
+    tool.list_now(context, auth=auth)
+    tokens = _stored(host, record.id, "ann", "token")
+    client_secret = _stored(host, record.id, "ann", "client_info").get("client_secret")
+    expected = {tokens["access_token"], tokens["refresh_token"]}
+    assert secret_texts(auth) == expected | ({client_secret} if client_secret else set())
+    # After a refresh it names the new tokens.
+    _expire_locally(host, record.id, "ann")
+    oauth_server.expire(tokens["access_token"])
+    fresh = oauth_for(tool.settings, {}, context, ("test",))
+    tool.list_now(context, auth=fresh)
+    renewed = _stored(host, record.id, "ann", "token")
+    assert renewed["access_token"] != tokens["access_token"]
+    assert {renewed["access_token"], renewed["refresh_token"]} <= secret_texts(fresh)
+    assert tokens["access_token"] not in secret_texts(fresh)
+
+
+def test_secret_texts_of_other_auth_objects_are_empty() -> None:
+    import httpx2
+
+    for auth in (None, object(), "a-long-enough-text", httpx2.BasicAuth("user", "password1")):
+        assert secret_texts(auth) == frozenset()
+
+
 def test_a_revoked_token_asks_to_re_authorize_at_once(
     host: Any, add_instance: Any, oauth_server: OAuthServer
 ) -> None:
@@ -189,6 +252,35 @@ def test_a_denied_login_names_the_error(
     with pytest.raises(click.ClickException, match="access_denied"):
         _login(host, record.id, "ann", browser=Browser("deny"))
     assert host.instances.tokens(record.id).get("ann", "token") is None
+
+
+def test_only_a_callback_with_the_logins_state_ends_it(
+    host: Any, add_instance: Any, oauth_server: OAuthServer
+) -> None:
+    # A local page that finds the callback's port cannot end (or cancel) the login.
+    stray = [
+        lambda state: {"error": "access_denied"},
+        lambda state: {"error": "access_denied", "state": "not-" + state},
+        lambda state: {"error": "access_denied", "state": ""},
+        lambda state: {"code": "forged", "state": "not-" + state},
+        lambda state: {"code": "forged"},
+        lambda state: {"state": state},  # neither a code nor an error
+    ]
+    browser = _login(
+        host, add_instance(oauth_server.url, auth="oauth").id, "ann", browser=Browser(stray=stray)
+    )
+    assert [response.status_code for response in browser.stray_responses] == [400] * len(stray)
+    assert browser.responses[0].status_code == 200
+    assert browser.errors == []
+
+
+def test_a_denial_with_another_state_does_not_end_the_login(
+    host: Any, add_instance: Any, oauth_server: OAuthServer
+) -> None:
+    record = add_instance(oauth_server.url, auth="oauth")
+    stray = [lambda state: {"error": "access_denied"}]
+    with pytest.raises(click.ClickException, match=r"no callback within 1 s"):
+        _login(host, record.id, "ann", browser=Browser("ignore", stray=stray), timeout=1.0)
 
 
 def test_a_login_without_a_callback_times_out(
@@ -267,7 +359,9 @@ def test_an_expired_client_credentials_token_is_replaced(host: Any, add_instance
         server.close()
 
 
-def test_client_credentials_fetch_and_keep_a_token(host: Any, add_instance: Any) -> None:
+def test_client_credentials_fetch_and_keep_a_token(
+    host: Any, add_instance: Any, tmp_path: Path
+) -> None:
     server = CredentialsServer({"machine": "s3cret"})
     try:
         record = add_instance(
@@ -277,16 +371,28 @@ def test_client_credentials_fetch_and_keep_a_token(host: Any, add_instance: Any)
             client_id="machine",
             client_secret="s3cret",
         )
+        started = time.time()
         assert _client(host.call(record.id, "whoami", {}, user_id="ann")) == "machine"
         assert _client(host.call(record.id, "whoami", {}, user_id="bob")) == "machine"
         assert [form["grant_type"] for form in server.requests] == ["client_credentials"]
         stored = host.instances.tokens(record.id).get(None, "token")
         assert stored is not None
-        assert stored["value"]["access_token"] in server.issued
+        access_token = stored["value"]["access_token"]
+        assert access_token in server.issued
+        with sqlite3.connect(tmp_path / "ledger.db") as db:
+            (expires_at,) = db.execute(
+                "SELECT expires_at FROM oauth_tokens WHERE name = 'token'"
+            ).fetchone()
+        assert started + 3600 - 1 <= expires_at <= time.time() + 3600 + 1
         # A new session (another tool object, unpooled) uses the stored token.
         tool, context = _tool_and_context(host, record.id, "ann")
         assert "whoami" in tool.list_now(context).names
         assert len(server.requests) == 1
+        # The flow holds the token (the client secret is too short to be named).
+        auth = oauth_for(tool.settings, {"client_secret": "s3cret"}, context, ("test",))
+        assert secret_texts(auth) == frozenset()
+        tool.list_now(context, auth=auth)
+        assert secret_texts(auth) == {access_token}
     finally:
         server.close()
 
@@ -399,3 +505,74 @@ def test_the_store_keeps_urls_apart_and_honours_ttls() -> None:
         assert await store.get("https://a.example/mcp/tokens", collection="mcp-oauth-token") is None
 
     asyncio.run(run())
+
+
+class _Recording:
+    """Token slots that note the plain ``expires_at`` each slot was put with."""
+
+    def __init__(self) -> None:
+        self.inner = MemorySlots()
+        self.expiries: dict[str, float | None] = {}
+
+    def get(self, user_id: str | None, name: str = "tokens") -> dict[str, Any] | None:
+        return self.inner.get(user_id, name)
+
+    def put(
+        self,
+        user_id: str | None,
+        data: Any,
+        *,
+        name: str = "tokens",
+        expires_at: float | None = None,
+    ) -> None:
+        self.expiries[name] = expires_at
+        self.inner.put(user_id, data, name=name, expires_at=expires_at)
+
+    def delete(self, user_id: str | None, name: str | None = None) -> None:
+        self.inner.delete(user_id, name)
+
+
+def test_the_store_marks_slots_with_the_access_tokens_expiry() -> None:
+    year = 60 * 60 * 24 * 365
+
+    async def run() -> None:
+        slots = _Recording()
+        store = TokenStore(slots, "ann")
+        token = {"access_token": "a" * 20, "expires_in": 60, "refresh_token": "r" * 20}
+        before = time.time()
+        await store.put("u/tokens", token, collection="mcp-oauth-token", ttl=year)
+        assert before + 60 <= (slots.expiries["token"] or 0) <= time.time() + 60
+        assert await store.get("u/tokens", collection="mcp-oauth-token") == token
+        await store.put(
+            "u/token_expiry", {"expires_at": 1234.5}, collection="mcp-oauth-token-expiry", ttl=year
+        )
+        assert slots.expiries["token_expiry"] == 1234.5
+        # A token without a known expiry, and what is no token, leave it unset.
+        await store.put("u/tokens", {"access_token": "a" * 20}, collection="mcp-oauth-token")
+        assert slots.expiries["token"] is None
+        await store.put(
+            "u/client_info", {"client_id": "c"}, collection="mcp-oauth-client-info", ttl=60
+        )
+        assert slots.expiries["client_info"] is None
+        # fastmcp's TTL still decides what reads as missing.
+        assert await store.get("u/client_info", collection="mcp-oauth-client-info") is not None
+        await store.put("u/tokens", token, collection="mcp-oauth-token", ttl=-1)
+        assert slots.expiries["token"] is not None
+        assert await store.get("u/tokens", collection="mcp-oauth-token") is None
+
+    asyncio.run(run())
+
+
+def test_subject_of_is_the_invoker_only_for_their_own_tokens() -> None:
+    context = expediter.CallContext(instance_id="i", tool="mcp", user_id="ann", owner_id="olga")
+
+    def subject(**config: Any) -> str | None:
+        return subject_of(Settings.read({"url": "http://127.0.0.1:9/mcp", **config}), context)
+
+    assert subject(auth="oauth") == "ann"
+    assert subject(auth="oauth", token_scope="invoker") == "ann"
+    assert subject(auth="oauth", token_scope="owner") == "olga"
+    assert subject(auth="oauth", oauth_grant="client_credentials") == "olga"
+    assert subject(auth="oauth", oauth_grant="client_credentials", token_scope="owner") == "olga"
+    assert subject(auth="bearer") == "olga"
+    assert subject() == "olga"

@@ -1,15 +1,13 @@
-"""``expediter serve --mcp``: the host's toolset served to MCP clients, every call through the
-host's pipeline (one ledger row each), approvals, bearer tokens and both transports.
+"""``expediter serve --mcp`` in process: the host's toolset listed to MCP clients, every call
+through the host's pipeline (one ledger row each), approvals, and the hosts the server rebuilds
+when the installed tools change.
 
-Most tests drive the server in process (fastmcp's in-memory client, or uvicorn in a thread on
-127.0.0.1); a few start the real command as a process."""
+The tests drive the server with fastmcp's in-memory client; ``test_serve_command`` covers
+bearer tokens, HTTP, the command line and the real process."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,33 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from expediter_mcp.serving.auth import (
-    TOKEN_VARIABLE,
-    TokenProblem,
-    is_loopback,
-    make_verifier,
-    read_token,
-)
 from expediter_mcp.serving.bridge import Bridge
-from expediter_mcp.serving.command import serve
 from expediter_mcp.serving.provider import make_server
-from serve_support import HttpServer, ServeProcess, cli_env, run, write_tools
-
-import expediter
-
-USER = "ann"
-TOKEN = "s3cret-Token_for.tests~1"
-
-
-@pytest.fixture(autouse=True)
-def _loopback_net(loopback_only: Any) -> Any:
-    return loopback_only
-
-
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(TOKEN_VARIABLE, raising=False)
+from serve_support import (
+    USER,
+    call,
+    listed,
+    row_of,
+    run,
+    server_for,
+    text_of,
+    write_tools,
+)
 
 
 @pytest.fixture
@@ -66,45 +49,6 @@ def other_host(make_host: Callable[..., Any], tools_dir: Path, served_host: Any)
     host = make_host(tools_path=(tools_dir,), record_calls=True)
     assert host.ledger is not None
     return host
-
-
-def server_for(host: Any, *, approval_wait: float | None = None, auth: Any = None) -> Any:
-    return make_server(Bridge(host, user_id=USER, approval_wait=approval_wait), auth=auth)
-
-
-async def _tools(server: Any) -> dict[str, Any]:
-    from fastmcp import Client
-
-    async with Client(server) as client:
-        return {tool.name: tool for tool in await client.list_tools()}
-
-
-def listed(server: Any) -> dict[str, Any]:
-    """The server's tools by name (one ``tools/list``)."""
-    return run(_tools(server))
-
-
-async def _call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
-    from fastmcp import Client
-
-    async with Client(server) as client:
-        return await client.call_tool(name, arguments, raise_on_error=False)
-
-
-def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
-    """One ``tools/call``; its result (errors included, never raised)."""
-    return run(_call(server, name, arguments))
-
-
-def text_of(result: Any) -> str:
-    return "".join(block.text for block in result.content)
-
-
-def row_of(host: Any, action: str) -> Any:
-    """The newest ledger row of an action of the ``loud`` tool."""
-    rows = [row for row in host.ledger.rows(tool="loud", limit=0) if row.action == action]
-    assert rows, f"no ledger row for loud.{action}"
-    return rows[0]
 
 
 # --- listing -------------------------------------------------------------------------------
@@ -346,266 +290,156 @@ def test_approval_wait_that_times_out_is_still_waiting(served_host: Any) -> None
     assert "still waiting" in text_of(result)
 
 
-# --- bearer tokens over HTTP -------------------------------------------------------------------
+# --- the hosts a server rebuilds -----------------------------------------------------------
 
 
-def post_initialize(url: str, authorization: str | None) -> int:
-    """The HTTP status of an MCP ``initialize`` request sent with this Authorization header."""
-    from urllib.parse import urlsplit
+class Hosts:
+    """The hosts built and closed during a test (in order; a host closed twice shows twice)."""
 
-    parts = urlsplit(url)
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "tests", "version": "0"},
-        },
-    }
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if authorization is not None:
-        headers["Authorization"] = authorization
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
-    try:
-        connection.request("POST", parts.path, body=json.dumps(body), headers=headers)
-        return connection.getresponse().status
-    finally:
-        connection.close()
+    def __init__(self) -> None:
+        self.built: list[Any] = []
+        self.closed: list[Any] = []
+
+    def is_closed(self, host: Any) -> bool:
+        return any(item is host for item in self.closed)
+
+    def times_closed(self, host: Any) -> int:
+        return sum(item is host for item in self.closed)
 
 
-def test_http_wants_the_bearer_token(served_host: Any) -> None:
-    from fastmcp import Client
+@pytest.fixture
+def hosts(monkeypatch: pytest.MonkeyPatch) -> Hosts:
+    """Records every ``Host`` built and closed from now on (they still build and close)."""
+    from expediter.core.host import Host
 
-    running = HttpServer(server_for(served_host, auth=make_verifier(TOKEN)))
-    try:
-        assert post_initialize(running.url, None) == 401
-        assert post_initialize(running.url, "Bearer not-the-token") == 401
-        assert post_initialize(running.url, f"Bearer {TOKEN}x") == 401
-        assert post_initialize(running.url, f"Basic {TOKEN}") == 401
+    seen = Hosts()
+    init, close = Host.__init__, Host.close
 
-        async def with_token() -> Any:
-            async with Client(running.url, auth=TOKEN) as client:
-                return await client.call_tool("shout", {"text": "ok"}, raise_on_error=False)
+    def building(self: Host, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        seen.built.append(self)
 
-        result = run(with_token())
-        assert not result.is_error
-        assert text_of(result) == "OK "
-    finally:
-        running.close()
-    assert row_of(served_host, "shout").status == "executed"
+    def closing(self: Host) -> None:
+        seen.closed.append(self)
+        close(self)
 
-
-def test_the_verifier_never_shows_the_token() -> None:
-    verifier = make_verifier(TOKEN)
-    assert TOKEN not in repr(verifier)
-    accepted = run(verifier.verify_token(TOKEN))
-    assert accepted is not None
-    assert TOKEN not in repr(accepted)
-    assert run(verifier.verify_token("")) is None
+    monkeypatch.setattr(Host, "__init__", building)
+    monkeypatch.setattr(Host, "close", closing)
+    return seen
 
 
-# --- the token's sources and the command's usage errors --------------------------------------
+def install(tools_dir: Path, number: int) -> str:
+    """Add a tool module to the tools directory (so the next listing rebuilds the host);
+    the name of its one action."""
+    time.sleep(0.01)  # a new modification time for the directory's listing
+    name = f"echo{number}"
+    (tools_dir / f"{name}.py").write_text(
+        f"import expediter\n\n\n@expediter.tool\ndef {name}(text: str) -> str:\n"
+        '    """Echo text."""\n    return text\n'
+    )
+    return name
 
 
-def test_the_token_comes_from_the_most_explicit_source(tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text(f"  {TOKEN}-file\n")
-    environ = {TOKEN_VARIABLE: f"{TOKEN}-env"}
+def test_a_replaced_host_is_closed(served_host: Any, tools_dir: Path, hosts: Hosts) -> None:
+    bridge = Bridge(served_host, user_id=USER, approval_wait=None)
+    server = make_server(bridge, auth=None)
+    for number in range(6):
+        name = install(tools_dir, number)
+        assert name in listed(server)
+        assert not call(server, name, {"text": "hi"}).is_error
 
-    assert read_token(None, token_file, environ) == f"{TOKEN}-file"
-    assert read_token(TOKEN, None, environ) == TOKEN
-    assert read_token(None, None, environ) == f"{TOKEN}-env"
-    assert read_token(None, None, {}) is None
-    with pytest.raises(TokenProblem, match="not both"):
-        read_token(TOKEN, token_file, environ)
-
-
-@pytest.mark.parametrize("content", ["", "   \n", "two words", "caf\u00e9"])
-def test_an_unusable_token_file_is_refused_without_showing_it(tmp_path: Path, content: str) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text(content, encoding="utf-8")
-    with pytest.raises(TokenProblem) as caught:
-        read_token(None, token_file, {})
-    assert caught.value.option == "--token-file"
-    if content.strip():
-        assert content.strip() not in str(caught.value)
+    assert len(hosts.built) == 6  # a new host for each change
+    assert hosts.built[-1] is bridge.host
+    assert [host for host in hosts.built if not hosts.is_closed(host)] == [bridge.host]
+    assert not hosts.is_closed(served_host)  # the command closes the host it gave
+    bridge.close()
+    assert all(hosts.times_closed(host) == 1 for host in hosts.built)
+    assert not hosts.is_closed(served_host)
 
 
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        ("127.0.0.1", True),
-        ("127.8.9.10", True),
-        ("::1", True),
-        ("[::1]", True),
-        ("localhost", True),
-        ("LOCALHOST", True),
-        ("::ffff:127.0.0.1", True),
-        ("0.0.0.0", False),
-        ("::", False),
-        ("10.0.0.5", False),
-        ("192.168.1.2", False),
-        ("example.com", False),
-        ("localhost.example.com", False),
-    ],
-)
-def test_loopback_addresses(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
-
-
-def invoke(*arguments: str) -> Any:
-    """``expediter serve ARGUMENTS`` in process (the command as a pack registers it)."""
-    from expediter.cli.app import CliState
-    from expediter.core.config import HostConfig
-
-    state = CliState(HostConfig.from_env(), refresh=False)
-    try:
-        return CliRunner().invoke(serve, list(arguments), obj=state, prog_name="expediter serve")
-    finally:
-        state.close()
-
-
-def test_serve_without_mcp_is_a_usage_error_naming_it(expediter_home: Path) -> None:
-    result = invoke()
-    assert result.exit_code == 2
-    assert "--mcp" in result.output
-
-
-@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::", "example.com"])
-def test_a_non_loopback_address_without_a_token_is_refused_before_binding(
-    expediter_home: Path, host: str
+def test_a_call_in_flight_on_a_replaced_host_completes_then_it_is_closed(
+    served_host: Any, tools_dir: Path, hosts: Hosts
 ) -> None:
-    result = invoke("--mcp", "--host", host, "--port", "1")
-    assert result.exit_code == 2
-    assert "give a token" in result.output
-    assert "serving MCP" not in result.output
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (("--token", TOKEN, "--token-file", "/nonexistent"), "not both"),
-        (("--token", "two words"), "printable ASCII"),
-        (("--token-file", "/nonexistent/token"), "cannot read"),
-        (("--transport", "stdio", "--port", "9"), "--port"),
-        (("--transport", "stdio", "--token", TOKEN), "--token"),
-        (("--path", "mcp"), "URL path"),
-        (("--approval-wait", "0"), "--approval-wait"),
-    ],
-)
-def test_usage_errors(expediter_home: Path, arguments: tuple[str, ...], message: str) -> None:
-    result = invoke("--mcp", *arguments)
-    assert result.exit_code == 2
-    assert message in result.output
-    assert TOKEN not in result.output
-
-
-# --- the real command ----------------------------------------------------------------------
-
-
-def test_serve_help_imports_no_fastmcp(tmp_path: Path, tools_dir: Path) -> None:
-    script = (
-        "import sys\n"
-        "from expediter.cli import cli\n"
-        "try:\n"
-        "    cli.main(['serve', '--help'], prog_name='expediter')\n"
-        "except SystemExit as exc:\n"
-        "    assert exc.code == 0, exc.code\n"
-        "print('FASTMCP', sorted(m for m in sys.modules if m.split('.')[0] == 'fastmcp'))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        env=cli_env(tmp_path / "home", tools_dir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "--approval-wait" in done.stdout
-    assert "FASTMCP []" in done.stdout
-
-
-def approve_from_the_command_line(env: dict[str, str], home: Path, tools: Path) -> None:
-    """Wait for a call to wait, then approve it with ``expediter approve KEY``."""
-    with expediter.Host(home=home, tools_path=(tools,), autoload=False) as host:
-        deadline = time.monotonic() + 30
-        while not host.ledger.pending_approvals():
-            assert time.monotonic() < deadline, "no call came to wait for approval"
-            time.sleep(0.1)
-        (waiting,) = host.ledger.pending_approvals()
-    done = subprocess.run(
-        [sys.executable, "-m", "expediter", "approve", waiting.key, "--as", "tests"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-@pytest.mark.slow
-def test_the_command_serves_http_with_a_token(tmp_path: Path, tools_dir: Path) -> None:
-    import asyncio
-
     from fastmcp import Client
 
-    home = tmp_path / "home"
-    env = cli_env(home, tools_dir, **{TOKEN_VARIABLE: TOKEN})
-    served = ServeProcess(env, "--port", "0", "--user", USER, "--approval-wait", "60")
+    bridge = Bridge(served_host, user_id=USER, approval_wait=None)
+    server = make_server(bridge, auth=None)
+    install(tools_dir, 1)
+    listed(server)
+    (first,) = hosts.built  # built by the bridge: closed once replaced and idle
+
+    async def scenario() -> tuple[Any, bool]:
+        import asyncio
+
+        async with Client(server) as client:
+            napping = asyncio.ensure_future(client.call_tool("nap", {"seconds": 2.0}))
+            await asyncio.sleep(0.3)  # the call is running in ``first``'s toolset
+            install(tools_dir, 2)
+            assert "echo2" in {tool.name for tool in await client.list_tools()}
+            assert bridge.host is not first
+            open_while_called = not hosts.is_closed(first)
+            return await napping, open_while_called
+
+    result, open_while_called = run(scenario())
+    assert open_while_called
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "rested"
+    assert row_of(served_host, "nap").status == "executed"
+    assert hosts.times_closed(first) == 1
+    assert not hosts.is_closed(bridge.host)
+    bridge.close()
+    assert hosts.times_closed(first) == 1
+
+
+def test_an_offer_of_a_closed_host_runs_in_the_current_one(
+    served_host: Any, tools_dir: Path, hosts: Hosts
+) -> None:
+    bridge = Bridge(served_host, user_id=USER, approval_wait=None)
+    install(tools_dir, 1)
+    offer = bridge.offer("shout")
+    install(tools_dir, 2)
+    bridge.offers()
+    first, second = hosts.built
+    assert hosts.is_closed(first)
+
+    reply = run(bridge.call(offer, {"text": "late"}))
+
+    assert not reply.is_error, reply.text
+    assert reply.text == "LATE "
+    assert row_of(served_host, "shout").status == "executed"
+    assert not hosts.is_closed(second)
+    bridge.close()
+
+
+def test_listings_in_threads_while_the_tools_change(
+    served_host: Any, tools_dir: Path, hosts: Hosts
+) -> None:
+    bridge = Bridge(served_host, user_id=USER, approval_wait=None)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def list_often() -> None:
+        while not stop.is_set():
+            try:
+                assert "shout" in {offer.name for offer in bridge.offers()}
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+                return
+
+    threads = [threading.Thread(target=list_often) for _ in range(4)]
+    for thread in threads:
+        thread.start()
     try:
-        assert served.url.startswith("http://127.0.0.1:")
-        assert served.url.endswith("/mcp")
-        assert post_initialize(served.url, None) == 401
-
-        async def session() -> tuple[set[str], Any, Any]:
-            async with Client(served.url, auth=TOKEN) as client:
-                names = {tool.name for tool in await client.list_tools()}
-                shouted = await client.call_tool("shout", {"text": "far"}, raise_on_error=False)
-                launching = client.call_tool("launch", {"target": "moon"}, raise_on_error=False)
-                approving = asyncio.to_thread(approve_from_the_command_line, env, home, tools_dir)
-                launched, _ = await asyncio.gather(launching, approving)
-                return names, shouted, launched
-
-        names, shouted, launched = run(session())
+        for number in range(5):
+            install(tools_dir, number)
+            time.sleep(0.1)
     finally:
-        status = served.stop()
-    assert status == 0, "".join(served.lines)
-    assert {"shout", "launch"} <= names
-    assert text_of(shouted) == "FAR "
-    assert not launched.is_error, text_of(launched)
-    assert launched.structured_content == {"launched": "moon"}
-    assert TOKEN not in "".join(served.lines)
-    with expediter.Host(home=home, tools_path=(tools_dir,), autoload=False) as host:
-        shout, launch = row_of(host, "shout"), row_of(host, "launch")
-    assert (shout.status, shout.user_id) == ("executed", USER)
-    assert (launch.status, launch.decided_by) == ("executed", "tests")
-
-
-@pytest.mark.slow
-def test_the_command_serves_stdio(tmp_path: Path, tools_dir: Path) -> None:
-    from fastmcp import Client
-    from fastmcp.client.transports import StdioTransport
-
-    home = tmp_path / "home"
-    transport = StdioTransport(
-        command=sys.executable,
-        args=["-m", "expediter", "serve", "--mcp", "--transport", "stdio", "--user", USER],
-        env=cli_env(home, tools_dir),
-    )
-
-    async def session() -> tuple[set[str], Any]:
-        async with Client(transport) as client:
-            names = {tool.name for tool in await client.list_tools()}
-            result = await client.call_tool("stats", {"values": [4, 5]}, raise_on_error=False)
-            return names, result
-
-    names, result = run(session())
-    assert {"shout", "stats"} <= names
-    assert result.structured_content == {"count": 2, "total": 9}
-    with expediter.Host(home=home, tools_path=(tools_dir,), autoload=False) as host:
-        row = row_of(host, "stats")
-    assert (row.status, row.user_id) == ("executed", USER)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    assert not failures, failures
+    assert "echo4" in {offer.name for offer in bridge.offers()}
+    assert [host for host in hosts.built if not hosts.is_closed(host)] == [bridge.host]
+    bridge.close()
+    assert all(hosts.times_closed(host) == 1 for host in hosts.built)
+    assert not hosts.is_closed(served_host)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,10 @@ def test_a_command_the_operator_did_not_allow_never_starts(
 ) -> None:
     marker = tmp_path / "ran"
     monkeypatch.setenv("EXPEDITER_MCP_STDIO_ALLOW", str(TIME_SERVER))
-    record = host.instances.add(
-        "mcp",
-        name="sneaky",
-        config={"transport": "stdio", "command": "touch", "args": [str(marker)]},
-    )
+    config = {"transport": "stdio", "command": "touch", "args": [str(marker)]}
+    with pytest.raises(expediter.errors.ArgumentError, match="command"):
+        host.instances.add("mcp", name="sneaky", config=config)  # only the operator may
+    record = host.instances.add("mcp", name="sneaky", config=config, operator=True)
     event = host.call(record.id, "anything", {})
     assert event.status == "error"
     assert "EXPEDITER_MCP_STDIO_ALLOW" in (event.error or "")
@@ -132,3 +132,40 @@ def test_the_server_process_gets_no_host_secret(
     assert "PATH" in text
     assert "s3cr3t-value" not in text
     assert "EXPEDITER_SECRET_KEYS" not in text
+
+
+def _server_processes(marker: str) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        count += marker in command
+    return count
+
+
+def test_listing_and_calls_share_one_server_process(
+    host: expediter.Host, stdio_allowed: None
+) -> None:
+    record = host.instances.add(
+        "mcp",
+        name="time-once",
+        config={
+            "transport": "stdio",
+            "command": str(TIME_SERVER),
+            "args": ["--local-timezone", "UTC"],
+        },
+        operator=True,
+    )
+    names = {o.action.name for o in host.toolset().actions if o.instance_id == record.id}
+    assert "get_current_time" in names
+    assert host.call(record.id, "get_current_time", {"timezone": "UTC"}).status == "completed"
+    assert _server_processes(str(TIME_SERVER)) == 1
+    host.close()
+    deadline = time.monotonic() + 10
+    while _server_processes(str(TIME_SERVER)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _server_processes(str(TIME_SERVER)) == 0  # it ends with the host

@@ -23,6 +23,7 @@ from expediter.errors import ConfigError
 __all__ = [
     "AUTH_MODES",
     "FIELDS",
+    "MAX_RESPONSE_BYTES",
     "MAX_TIMEOUT",
     "SECRET_FIELDS",
     "STDIO_ALLOW",
@@ -35,6 +36,8 @@ TRANSPORTS = ("http", "sse", "stdio")
 AUTH_MODES = ("none", "bearer", "api_key", "basic", "oauth")
 #: The longest a call may take, whatever an instance's configuration says.
 MAX_TIMEOUT = 600.0
+#: The most of one answer any instance reads, whatever its configuration says.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 #: The environment variable naming the commands stdio servers may be started with.
 STDIO_ALLOW = "EXPEDITER_MCP_STDIO_ALLOW"
 #: The configuration fields whose values are secrets.
@@ -100,13 +103,27 @@ FIELDS = (
         default=300.0,
     ),
     _field(
+        "max_response_bytes",
+        "Largest answer (or server-sent event) read from the server (at most 64 MiB); a "
+        "larger one is an error and ends the session.",
+        type="integer",
+        default=10_000_000,
+    ),
+    _field(
         "max_image_bytes",
         "Largest image kept in a result (as a data URL); larger ones are described instead.",
         type="integer",
         default=1_000_000,
     ),
-    _field("command", "stdio: the command that starts the server (operator-allowed only)."),
-    _field("args", "stdio: the command's arguments.", type="array"),
+    _field(
+        "command",
+        "stdio: the command that starts the server; operator only, and only a command "
+        "listed in EXPEDITER_MCP_STDIO_ALLOW runs.",
+        operator_only=True,
+    ),
+    _field(
+        "args", "stdio: the command's arguments; operator only.", type="array", operator_only=True
+    ),
     _field(
         "allow_networks",
         "Private network ranges (CIDR) this instance may reach; operator only.",
@@ -185,6 +202,7 @@ class Settings:
     headers: Mapping[str, str]
     timeout: float
     list_ttl: float
+    max_response_bytes: int
     max_image_bytes: int
     command: str
     args: tuple[str, ...]
@@ -224,6 +242,9 @@ class Settings:
             headers=_headers(config, "headers"),
             timeout=min(_number(config, "timeout", 30.0, 0.001), MAX_TIMEOUT),
             list_ttl=_number(config, "list_ttl", 300.0, 0),
+            max_response_bytes=min(
+                int(_number(config, "max_response_bytes", 10_000_000, 1024)), MAX_RESPONSE_BYTES
+            ),
             max_image_bytes=int(_number(config, "max_image_bytes", 1_000_000, 0)),
             command=command,
             args=_texts(config, "args"),

@@ -120,7 +120,11 @@ def make_client(
         assert policy is not None
         # An OAuth flow answers a 401 itself (a refresh); static credentials cannot.
         factory: Callable[..., Any] = guarded_factory(
-            policy, session, network, watch_refusals=auth is None
+            policy,
+            session,
+            network,
+            watch_refusals=auth is None,
+            max_bytes=settings.max_response_bytes,
         )
         if settings.transport == "sse":
             from fastmcp.client.transports import SSETransport
@@ -132,7 +136,11 @@ def make_client(
             from fastmcp.client.transports import StreamableHttpTransport
 
             transport = StreamableHttpTransport(
-                settings.url, headers=dict(headers), auth=auth, httpx_client_factory=factory
+                settings.url,
+                headers=dict(headers),
+                auth=auth,
+                httpx_client_factory=factory,
+                max_sse_event_size=settings.max_response_bytes,
             )
     return Client(
         transport,

@@ -1,15 +1,18 @@
 """A server's tools as expediter actions: names every provider accepts, and the way back.
 
 MCP tool names may hold dots and other characters and run to 128 characters; a function name
-offered to a model may not (``^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$``). Each tool's action name is
-its name made valid (``expediter.core.turns.naming.sanitize``) and cut to 64 characters; a name
-that is still taken, or was cut, ends with a short hash of the whole MCP name, so the same
-server always yields the same names. ``Listing.mcp_name`` maps an action name back.
+offered to a model may not (``^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$``). A tool whose name is already
+valid keeps it. Any other name is made valid (``expediter.core.turns.naming.sanitize``), cut,
+and ends with a short hash of the whole MCP name: ``math.add`` is ``math_add_<hash>``. So an
+action name depends on its MCP name alone, never on which other tools the server lists or in
+which order, and a name offered in one turn calls the same tool in a later one.
+``Listing.mcp_name`` maps an action name back.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,7 +22,7 @@ import attrs
 import expediter
 from expediter.core.turns.naming import NAME_PATTERN, sanitize
 
-__all__ = ["MAX_DESCRIPTION", "MAX_TOOLS", "Listing", "action_name"]
+__all__ = ["MAX_DESCRIPTION", "MAX_SCHEMA_CHARS", "MAX_TOOLS", "Listing", "action_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,8 @@ logger = logging.getLogger(__name__)
 MAX_DESCRIPTION = 4000
 #: Tools taken from one server (a server is untrusted: it could list millions).
 MAX_TOOLS = 1000
+#: Characters of one tool's input schema (as JSON); a larger one leaves the tool out.
+MAX_SCHEMA_CHARS = 100_000
 _LIMIT = 64
 
 
@@ -35,12 +40,14 @@ def _hash(text: str) -> str:
 
 
 def action_name(mcp_name: str, taken: set[str]) -> str:
-    """The action name for an MCP tool name, unique among ``taken`` (which it joins)."""
-    name = sanitize(mcp_name)
-    if len(name) > _LIMIT or name in taken:
-        name = f"{name[: _LIMIT - 9]}_{_hash(mcp_name)}"
-    counter = 1
-    base = name
+    """The action name for an MCP tool name (joining ``taken``): the name itself when it is
+    valid, else the name made valid with a hash of it; a clash (one in billions) gets a
+    counter."""
+    if NAME_PATTERN.match(mcp_name):
+        name = mcp_name
+    else:
+        name = f"{sanitize(mcp_name)[: _LIMIT - 9]}_{_hash(mcp_name)}"
+    base, counter = name, 1
     while name in taken:
         counter += 1
         suffix = f"_{counter}"
@@ -50,9 +57,23 @@ def action_name(mcp_name: str, taken: set[str]) -> str:
 
 
 def _schema(value: Any) -> dict[str, Any]:
-    """A tool's input schema as an action's parameters: an object schema, always."""
+    """A tool's input schema as an action's parameters: an object schema, always
+    (ValueError when it is not JSON, not a valid JSON Schema, or larger than
+    ``MAX_SCHEMA_CHARS``)."""
     if not isinstance(value, Mapping) or value.get("type", "object") != "object":
         return {"type": "object", "properties": {}}
+    try:
+        size = len(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"its input schema is not JSON ({type(exc).__name__})") from None
+    if size > MAX_SCHEMA_CHARS:
+        raise ValueError(f"its input schema is {size} characters, over {MAX_SCHEMA_CHARS}")
+    from jsonschema import exceptions, validators
+
+    try:
+        validators.validator_for(value).check_schema(dict(value))
+    except exceptions.SchemaError as exc:
+        raise ValueError(f"its input schema is not a valid JSON Schema: {exc.message}") from None
     schema = dict(value)
     schema["type"] = "object"
     if not isinstance(schema.get("properties", {}), Mapping):
@@ -71,10 +92,9 @@ class Listing:
 
     @classmethod
     def of(cls, tools: Iterable[Any], taken_at: float) -> Listing:
-        """A listing from the server's ``list_tools`` answer (MCP ``Tool`` objects)."""
-        actions: list[expediter.Action] = []
-        names: dict[str, str] = {}
-        taken: set[str] = set()
+        """A listing from the server's ``list_tools`` answer (MCP ``Tool`` objects): valid
+        names first, each group in name order, so clashes resolve the same way every time."""
+        found: dict[str, Any] = {}
         for index, tool in enumerate(tools):
             if index >= MAX_TOOLS:
                 logger.warning(
@@ -82,10 +102,16 @@ class Listing:
                 )
                 break
             mcp_name = getattr(tool, "name", None)
-            if not isinstance(mcp_name, str) or not mcp_name:
-                continue
-            name = action_name(mcp_name, taken)
-            assert NAME_PATTERN.match(name), name
+            if isinstance(mcp_name, str) and mcp_name and mcp_name not in found:
+                found[mcp_name] = tool
+        ordered = sorted(found, key=lambda name: (not NAME_PATTERN.match(name), name))
+        named: dict[str, tuple[str, Any]] = {}
+        taken: set[str] = set()
+        for mcp_name in ordered:
+            named[mcp_name] = (action_name(mcp_name, taken), found[mcp_name])
+        actions: list[expediter.Action] = []
+        names: dict[str, str] = {}
+        for mcp_name, (name, tool) in named.items():
             description = getattr(tool, "description", None) or getattr(tool, "title", None)
             text = str(description or mcp_name)
             if len(text) > MAX_DESCRIPTION:
@@ -106,3 +132,9 @@ class Listing:
     def mcp_name(self, action: str) -> str | None:
         """The MCP tool an action calls, or None."""
         return self.names.get(action)
+
+    def same_as(self, other: Listing) -> bool:
+        """Whether another listing offers the very same actions."""
+        return self.names == other.names and [a.to_dict() for a in self.actions] == [
+            a.to_dict() for a in other.actions
+        ]

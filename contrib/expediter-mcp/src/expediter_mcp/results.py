@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,10 @@ __all__ = ["MAX_ERROR_TEXT", "content_block", "error_result", "tool_result"]
 
 #: Characters of a failed call's text that become its error message.
 MAX_ERROR_TEXT = 2000
+#: A media type without parameters: ``type/subtype`` of token characters.
+_MEDIA_TYPE = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+)
 
 
 def _size(data: str) -> int:
@@ -28,8 +33,12 @@ def _size(data: str) -> int:
 
 
 def _media(kind: str, block: Any, max_bytes: int) -> dict[str, Any]:
-    mime = str(getattr(block, "mime_type", None) or "application/octet-stream")
+    mime = str(getattr(block, "mime_type", None) or "")
     data = getattr(block, "data", None)
+    if not _MEDIA_TYPE.fullmatch(mime) or not mime.lower().startswith(f"{kind}/"):
+        # Only a plain image/... or audio/... type goes into a data URL (no parameters, no
+        # other type a viewer would run, such as text/html).
+        return {"type": kind, "mime_type": mime[:100], "omitted": "not an image or audio type"}
     item: dict[str, Any] = {"type": kind, "mime_type": mime}
     if not isinstance(data, str):
         item["omitted"] = "no data"

@@ -18,7 +18,7 @@ import logging
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import expediter
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_SESSIONS",
     "CredentialsRefused",
     "Pool",
+    "ResponseTooLarge",
     "Session",
     "credential_hash",
     "egress_cause",
@@ -45,6 +46,16 @@ T = TypeVar("T")
 IDLE_SECONDS = 300.0
 #: Open sessions one loop keeps; the least recently used beyond this are closed.
 MAX_SESSIONS = 64
+
+
+class ResponseTooLarge(expediter.ToolError):
+    """The server's answer was larger than the instance reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the MCP server's answer is larger than {limit} bytes (the instance's "
+            "max_response_bytes)"
+        )
 
 
 class CredentialsRefused(expediter.ToolError):
@@ -81,17 +92,23 @@ def egress_cause(exc: BaseException) -> EgressBlocked | expediter.ToolError | No
 
 @final
 class Session:
-    """One open MCP client session on one event loop."""
+    """One open MCP client session on one event loop, shared by the calls that use it."""
 
     def __init__(self, key: tuple[Any, ...], make: Callable[[Session], Client[Any]]) -> None:
         self.key = key
-        self.loop = asyncio.get_running_loop()
         self.lock = asyncio.Lock()
         self._make = make
         self.client: Client[Any] | None = None
         #: The server answered a request of this session with HTTP 401.
         self.refused = False
         self.broken = False
+        #: Calls using the session now: it is closed only when none is.
+        self.users = 0
+        #: Taken out of the pool: closed when its last user is done.
+        self.retired = False
+        #: What broke the session from inside its HTTP client (an answer over the cap): the
+        #: SDK reports only "connection closed", so the call reports this instead.
+        self.failure: expediter.ToolError | None = None
         self.used_at = time.monotonic()
 
     async def open(self, timeout: float) -> Client[Any]:
@@ -146,6 +163,8 @@ class Pool:
         loop = asyncio.get_running_loop()
         found = self._loops.get(loop)
         if found is None:
+            for old in [item for item in list(self._loops) if item.is_closed()]:
+                self._loops.pop(old, None)  # a closed loop's sessions are gone with it
             found = self._loops[loop] = OrderedDict()
         return found
 
@@ -155,7 +174,6 @@ class Pool:
         found = sessions.get(key)
         if found is not None and not found.broken and not found.refused:
             sessions.move_to_end(key)
-            found.used_at = time.monotonic()
             return found
         if found is not None:
             self._retire(sessions.pop(key))
@@ -164,7 +182,8 @@ class Pool:
         return made
 
     def evict(self, session: Session) -> None:
-        """Close a session and forget it (a later call opens a new one)."""
+        """Take a session out of the pool (a later call opens a new one); it is closed as
+        soon as no call uses it."""
         sessions = self._sessions()
         if sessions.get(session.key) is session:
             del sessions[session.key]
@@ -173,39 +192,50 @@ class Pool:
     def _sweep(self, sessions: OrderedDict[tuple[Any, ...], Session]) -> None:
         now = time.monotonic()
         for key, session in list(sessions.items()):
-            if now - session.used_at > IDLE_SECONDS or session.broken:
+            idle = session.users == 0 and now - session.used_at > IDLE_SECONDS
+            if idle or session.broken:
                 self._retire(sessions.pop(key))
-        while len(sessions) >= MAX_SESSIONS:
-            self._retire(sessions.popitem(last=False)[1])
+        for key in [key for key, item in sessions.items() if item.users == 0]:
+            if len(sessions) < MAX_SESSIONS:
+                break
+            self._retire(sessions.pop(key))
 
     def _retire(self, session: Session) -> None:
-        task = asyncio.get_running_loop().create_task(session.close())
-        _closing.add(task)
-        task.add_done_callback(_closing.discard)
+        session.retired = True
+        if session.users == 0:
+            task = asyncio.get_running_loop().create_task(session.close())
+            _closing.add(task)
+            task.add_done_callback(_closing.discard)
 
-    async def aclose(self, instance_id: str | None = None) -> None:
-        """Close this loop's sessions (of one instance, or all)."""
-        sessions = self._sessions()
-        found = [
-            sessions.pop(key)
-            for key in list(sessions)
-            if instance_id is None or key[0] == instance_id
-        ]
-        await asyncio.gather(*(session.close() for session in found))
+    async def aclose(self, sessions: Iterable[Session] | None = None) -> None:
+        """Retire this loop's sessions (``sessions``, or all): closed now when idle, else
+        when their last call is done."""
+        pooled = self._sessions()
+        chosen = list(pooled.values()) if sessions is None else list(sessions)
+        for session in chosen:
+            self.evict(session)
+        idle = [session for session in chosen if session.users == 0]
+        await asyncio.gather(*(session.close() for session in idle))
 
-    def shutdown(self, instance_id: str | None = None, timeout: float = 5.0) -> None:
-        """Close the sessions (of one instance, or all) on every loop that still runs, from
-        outside those loops: a stdio server's process ends with its session."""
-        for loop in list(self._loops.keys()):
-            if loop.is_closed() or not loop.is_running():
-                continue
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                continue  # cannot wait for a loop from inside it
-            future = asyncio.run_coroutine_threadsafe(self.aclose(instance_id), loop)
+    def shutdown(
+        self,
+        sessions: Mapping[asyncio.AbstractEventLoop, Iterable[Session]] | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        """Retire sessions (by loop; None: every session of every loop) from outside their
+        loops, waiting up to ``timeout`` for each loop: a stdio server's process ends with
+        its session."""
+        chosen: dict[asyncio.AbstractEventLoop, Iterable[Session] | None] = (
+            dict.fromkeys(list(self._loops)) if sessions is None else dict(sessions)
+        )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, some in chosen.items():
+            if loop.is_closed() or not loop.is_running() or loop is running:
+                continue  # a loop that is gone, or this one: it cannot be waited for here
+            future = asyncio.run_coroutine_threadsafe(self.aclose(some), loop)
             try:
                 future.result(timeout)
             except Exception as exc:
@@ -217,34 +247,46 @@ class Pool:
         make: Callable[[Session], Client[Any]],
         use: Callable[[Client[Any]], Awaitable[T]],
         timeout: float,
+        *,
+        repeatable: bool = False,
     ) -> T:
-        """Run ``use`` with this loop's session for ``key``; when the server refused the
-        session's credentials (HTTP 401), or the session broke before ``use`` got an answer,
-        replace it and run ``use`` once more."""
+        """Run ``use`` with this loop's session for ``key``. A session the server refused
+        (HTTP 401: the request was not run) is replaced and ``use`` tried once more; so is
+        one whose connection broke, when opening it or, for a ``repeatable`` use (a
+        listing), under ``use``. A request that may have reached the server (a tool call) is
+        never sent twice."""
         for attempt in (1, 2):
             session = self.session(key, make)
+            session.users += 1
+            sent = False
+            error: BaseException
             try:
                 client = await session.open(timeout)
+                sent = True
                 return await use(client)
             except (EgressBlocked, expediter.ToolError):
                 self.evict(session)
                 raise
             except Exception as exc:
-                blocked = egress_cause(exc)
-                if blocked is not None:
-                    self.evict(session)
-                    raise blocked from None
-                if attempt == 1 and (session.refused or _closed(exc)):
-                    self.evict(session)
-                    continue
-                if session.refused:
-                    self.evict(session)
-                    raise CredentialsRefused(
-                        "the MCP server refused the credentials (HTTP 401)"
-                    ) from None
-                if _closed(exc):
-                    self.evict(session)
-                raise
+                error = exc
+            finally:
+                session.users -= 1
+                session.used_at = time.monotonic()
+                if session.retired and session.users == 0:
+                    self._retire(session)
+            blocked = session.failure or egress_cause(error)
+            if blocked is not None:
+                self.evict(session)
+                raise blocked from None
+            gone = session.refused or _closed(error)
+            if gone:
+                self.evict(session)
+            again = session.refused if sent and not repeatable else gone
+            if attempt == 1 and again:
+                continue
+            if session.refused:
+                raise CredentialsRefused("the MCP server refused the credentials (HTTP 401)")
+            raise error
         raise AssertionError("unreachable")
 
 
@@ -253,7 +295,7 @@ def _closed(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
 
     if isinstance(exc, MCPError):
-        return exc.error.code == -32000 or "closed" in str(exc).lower()
+        return exc.error.code == _CONNECTION_CLOSED
     return isinstance(exc, ConnectionError | EOFError) or type(exc).__name__ in (
         "ClosedResourceError",
         "BrokenResourceError",
@@ -261,6 +303,8 @@ def _closed(exc: BaseException) -> bool:
     )
 
 
+#: The JSON-RPC code the MCP SDK gives a request whose connection closed.
+_CONNECTION_CLOSED = -32000
 #: Close tasks in flight (kept so they are not collected before they finish).
 _closing: set[asyncio.Task[None]] = set()
 
@@ -269,12 +313,53 @@ POOL = Pool()
 atexit.register(POOL.shutdown)
 
 
+def _capped(limit: int, session: Session) -> Callable[[Any], Awaitable[None]]:
+    """An httpx response hook: the answer to a request (a JSON body, or the event stream
+    that answers one POST) larger than ``limit`` bytes is ``ResponseTooLarge`` while it is
+    read, noted on ``session``. The long-lived GET event stream of server notifications is
+    left to the SDK, which caps each event."""
+    import httpx2
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> Any:
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > limit:
+                    session.failure = ResponseTooLarge(limit)
+                    raise session.failure
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def cap(response: Any) -> None:
+        kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if kind == "text/event-stream" and response.request.method == "GET":
+            return
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            session.failure = ResponseTooLarge(limit)
+            raise session.failure
+        response.stream = Capped(response.stream)
+
+    return cap
+
+
 def guarded_factory(
-    policy: EgressPolicy, session: Session, network: Any, *, watch_refusals: bool = True
+    policy: EgressPolicy,
+    session: Session,
+    network: Any,
+    *,
+    watch_refusals: bool = True,
+    max_bytes: int = 10_000_000,
 ) -> Callable[..., Any]:
     """The ``httpx_client_factory`` a fastmcp transport gets: an ``httpx2.AsyncClient`` that
-    dials through the egress guard, follows no redirect, and (``watch_refusals``) tells
-    ``session`` of a 401."""
+    dials through the egress guard, follows no redirect, reads no answer over ``max_bytes``
+    and (``watch_refusals``) tells ``session`` of a 401."""
 
     def factory(
         headers: Mapping[str, str] | None = None,
@@ -286,6 +371,9 @@ def guarded_factory(
 
         from expediter.core.netguard import for_httpx2
 
+        hooks: list[Callable[[Any], Awaitable[None]]] = [_capped(max_bytes, session)]
+        if watch_refusals:
+            hooks.append(session.on_response)
         # fastmcp asks for redirects to be followed; the guarded client follows none.
         return for_httpx2.async_client(
             policy,
@@ -293,7 +381,7 @@ def guarded_factory(
             auth=auth,
             timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
             inner=network,
-            event_hooks={"response": [session.on_response] if watch_refusals else []},
+            event_hooks={"response": hooks},
         )
 
     return factory

@@ -14,14 +14,17 @@ import functools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
 
 import expediter
 from expediter.core.calls.eventloop import BackgroundLoop
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
 from expediter.core.records.redaction import hide_values
-from expediter.errors import ActionNotFound, ConfigError
+from expediter.errors import ActionNotFound, ConfigError, EgressBlocked
 from expediter_mcp.config import FIELDS, SECRET_FIELDS, Settings
 from expediter_mcp.connect import auth_headers, make_client
 from expediter_mcp.listing import Listing
@@ -31,7 +34,7 @@ from expediter_mcp.sessions import POOL, CredentialsRefused, Session, credential
 if TYPE_CHECKING:
     from fastmcp import Client
 
-__all__ = ["McpTool"]
+__all__ = ["RETRY_SECONDS", "McpTool"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,12 @@ logger = logging.getLogger(__name__)
 _LISTING_LOOP = BackgroundLoop()
 #: The MCP error code of a request that timed out (the session stays usable).
 TIMEOUT_CODE = -32001
+#: Seconds a slow failed listing is remembered: a server that is down costs one wait per
+#: this long, not one per turn.
+RETRY_SECONDS = 30.0
+#: A listing that failed after waiting this long is remembered; a quick failure (refused
+#: credentials, "re-authorize") is not, so fixing its cause takes effect at once.
+SLOW_FAILURE = 1.0
 
 
 class _Changes:
@@ -54,11 +63,26 @@ class _Changes:
             self.stale.add(self.key)
 
 
+@attrs.frozen
+class _Call:
+    """Who a call is, for the pool: its key (instance, subject and a hash of every
+    credential value it resolved) and the secret texts to hide in what it returns."""
+
+    key: tuple[Any, ...]
+    secrets: Mapping[str, Any]
+    hidden: frozenset[str]
+
+
+def _timed_out(timeout: float) -> expediter.ToolError:
+    return expediter.ToolError(f"the MCP server did not answer within {timeout:g} s")
+
+
 class McpTool(expediter.Toolbox):
     """Call the tools of an MCP server."""
 
     name = "mcp"
     dynamic_actions = True
+    close_on_shutdown = True
     config_fields = FIELDS
     #: The resolver names go through (tests inject one; None: the process's shared one).
     resolver: ClassVar[Resolver | None] = None
@@ -68,46 +92,56 @@ class McpTool(expediter.Toolbox):
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self._listings: dict[tuple[Any, ...], Listing] = {}
+        #: Listings that failed lately: when, and the error to give again until then.
+        self._failures: dict[tuple[Any, ...], tuple[float, Exception]] = {}
         self._stale: set[tuple[Any, ...]] = set()
         self._policies: dict[tuple[str, ...], EgressPolicy] = {}
-        self._hashes: dict[int, tuple[Mapping[str, Any], str]] = {}
-        #: Secret texts derived from a key's credentials (hidden in its results).
+        #: Secret texts derived from a key's credentials (a basic token's base64).
         self._derived: dict[tuple[Any, ...], frozenset[str]] = {}
+        #: The OAuth flow each key's session runs (its tokens are hidden in results).
+        self._auths: dict[tuple[Any, ...], Any] = {}
+        #: The sessions this tool opened, by loop (``close`` retires them, no others).
+        self._opened: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakSet[Session]
+        ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Close this instance's sessions (a stdio server's process ends with its session)."""
-        instance_ids = {key[0] for key in self._listings}
-        for instance_id in instance_ids:
-            POOL.shutdown(instance_id)
+        """Retire the sessions this tool opened (a stdio server's process ends with its
+        session; a call still running finishes first)."""
+        with self._lock:
+            opened = {loop: list(found) for loop, found in self._opened.items()}
+        POOL.shutdown(opened)
 
     @functools.cached_property
     def settings(self) -> Settings:
         """The instance's settings (read once; ConfigError when malformed)."""
         return Settings.read(self.config)
 
-    # -- keys and policies --------------------------------------------------------------------
+    # -- who calls, and how -------------------------------------------------------------------
 
-    def _key(self, context: expediter.CallContext) -> tuple[Any, ...]:
-        """The pool key of a call: instance, subject (the invoker for per-user OAuth tokens,
-        else the owner, whose credentials the instance holds) and the credentials' hash."""
-        settings = self.settings
-        # Client credentials are one machine identity, whoever calls: the owner's.
-        per_invoker = (
-            settings.auth == "oauth"
-            and settings.token_scope == "invoker"
-            and settings.oauth_grant != "client_credentials"
+    def _call(self, context: expediter.CallContext) -> _Call:
+        """The call's pool key: the instance, the subject whose credentials it uses (see
+        ``subject``) and a hash of every credential value as resolved for this call (a
+        ``resolve_secret`` provider may answer each user differently)."""
+        values = {name: context.secret(name) for name in SECRET_FIELDS}
+        digest = credential_hash({"config": dict(self.config), "secrets": values})
+        hidden = frozenset(
+            text
+            for value in values.values()
+            for text in ([value] if isinstance(value, str) else [])
+            if len(text) >= 4
         )
-        subject = context.user_id if per_invoker else context.owner_id
-        secrets = context.secrets
-        cached = self._hashes.get(id(secrets))
-        if cached is None or cached[0] is not secrets:
-            values = {name: context.secret(name) for name in SECRET_FIELDS}
-            digest = credential_hash({"config": dict(self.config), "secrets": values})
-            if len(self._hashes) > 256:
-                self._hashes.clear()
-            cached = self._hashes[id(secrets)] = (secrets, digest)
-        return (context.instance_id, "invoker" if per_invoker else "owner", subject, cached[1])
+        return _Call((context.instance_id, self.subject(context), digest), values, hidden)
+
+    def subject(self, context: expediter.CallContext) -> str | None:
+        """Whose credentials a call uses: the invoker's own OAuth tokens, or the owner's
+        (stored credentials, owner-scoped or client-credentials tokens)."""
+        if self.settings.auth == "oauth":
+            from expediter_mcp.oauth.flows import subject_of
+
+            return subject_of(self.settings, context)
+        return context.owner_id
 
     def _policy(self, context: expediter.CallContext) -> EgressPolicy | None:
         if self.settings.transport == "stdio":
@@ -127,54 +161,97 @@ class McpTool(expediter.Toolbox):
     def _maker(
         self,
         context: expediter.CallContext,
-        key: tuple[Any, ...],
+        call: _Call,
         auth: Any = None,
         init_timeout: float | None = None,
     ) -> Any:
-        """What opens a session for this call's key (checked here, before any connection);
-        ``auth``, an ``httpx2.Auth``, replaces the instance's own OAuth flow; ``init_timeout``
-        is the handshake's time limit."""
+        """What opens a session for this call (the URL is checked here, before any
+        connection); ``auth``, an ``httpx2.Auth``, replaces the instance's own OAuth flow;
+        ``init_timeout`` is the handshake's time limit."""
         settings = self.settings
         policy = self._policy(context)
         if policy is not None:
             policy.check_url(settings.url)
-        secrets = {name: context.secret(name) for name in SECRET_FIELDS}
-        if auth is None and settings.auth == "oauth":
-            from expediter_mcp.oauth import oauth_for
-
-            auth = oauth_for(settings, secrets, context, key)
-        credentials = auth_headers(settings, secrets)
-        headers = credentials.headers
-        if credentials.derived:
-            self._derived[key] = credentials.derived
-        handler = _Changes(self._stale, key)
         network = self.network
 
         def make(session: Session) -> Client[Any]:
+            flow = auth
+            if flow is None and settings.auth == "oauth":
+                from expediter_mcp.oauth import oauth_for
+
+                flow = oauth_for(settings, call.secrets, context, call.key)
+            if flow is not None:
+                self._auths[call.key] = flow
+            credentials = auth_headers(settings, call.secrets)
+            if credentials.derived:
+                self._derived[call.key] = credentials.derived
+            with self._lock:
+                loop = asyncio.get_running_loop()
+                self._opened.setdefault(loop, weakref.WeakSet()).add(session)
+            handler = _Changes(self._stale, call.key)
+            headers = credentials.headers
             return make_client(
-                settings, headers, policy, network, session, handler, auth, init_timeout
+                settings, headers, policy, network, session, handler, flow, init_timeout
             )
 
         return make
 
+    def _hidden(self, call: _Call) -> frozenset[str]:
+        """The secret texts a result of this call must not show: resolved credential values,
+        what the pack derived from them, and the OAuth tokens of its session."""
+        hidden = call.hidden | self._derived.get(call.key, frozenset())
+        flow = self._auths.get(call.key)
+        if flow is not None:
+            from expediter_mcp.oauth.flows import secret_texts
+
+            hidden |= secret_texts(flow)
+        return hidden
+
     # -- actions ------------------------------------------------------------------------------
 
-    def get_actions_metadata(self, context: expediter.CallContext) -> list[expediter.Action]:
+    def get_actions_metadata(self, context: expediter.CallContext) -> Any:
         if not self.config:
             return []  # the tool itself, unconfigured: its actions come with an instance
-        return self.listing(context).actions
+        call = self._call(context)
+        found = self._listings.get(call.key)
+        if found is not None and not self._is_stale(call.key, found):
+            return found.actions
+        # Asked of the server on the host's loop: the session its calls use.
+        return self._actions(context, call)
+
+    async def _actions(self, context: expediter.CallContext, call: _Call) -> Any:
+        return (await self._refresh(context, call)).actions
 
     def listing(self, context: expediter.CallContext, *, fresh: bool = False) -> Listing:
-        """The server's tools for this context: kept ones while fresh, else asked (from a
-        sync caller, on the pack's own loop). When asking again fails, the last listing is
-        kept (and the failure logged) unless ``fresh`` demands a new one."""
-        key = self._key(context)
-        found = self._listings.get(key)
-        if found is not None and not fresh and not self._is_stale(key, found):
+        """The server's tools for this context, for a caller without a host (the command
+        line): kept ones while fresh, else asked on the pack's own loop."""
+        call = self._call(context)
+        found = self._listings.get(call.key)
+        if found is not None and not fresh and not self._is_stale(call.key, found):
             return found
+        return _LISTING_LOOP.run(self._refresh(context, call, fresh), self.settings.timeout + 5)
+
+    async def _refresh(
+        self, context: expediter.CallContext, call: _Call, fresh: bool = False
+    ) -> Listing:
+        """Ask the server for its tools again. When that fails, the last listing is kept for
+        ``RETRY_SECONDS`` more (and the failure logged) unless ``fresh`` demands a new one;
+        a server that kept it waiting and never answered is not asked again before then
+        either (its error is given again at once)."""
+        key = call.key
+        found = self._listings.get(key)
+        failed = self._failures.get(key)
+        if failed is not None and not fresh and time.monotonic() - failed[0] < RETRY_SECONDS:
+            if found is not None:
+                return found
+            raise failed[1]
+        started = time.monotonic()
         try:
-            return _LISTING_LOOP.run(self._list(context, key), self.settings.timeout + 5)
+            return await self._list(context, call)
         except Exception as exc:
+            now = time.monotonic()
+            if now - started >= SLOW_FAILURE:
+                self._failures[key] = (now, exc)
             if found is None or fresh:
                 raise
             logger.warning(
@@ -190,19 +267,16 @@ class McpTool(expediter.Toolbox):
         keep the listing; ``auth`` (an ``httpx2.Auth``, e.g. an interactive OAuth flow)
         replaces the instance's own. ``timeout`` bounds the whole (default: the instance's)."""
         limit = self.settings.timeout if timeout is None else timeout
-        key = self._key(context)
+        call = self._call(context)
 
         async def run() -> Listing:
-            session = Session(("unpooled", *key), self._maker(context, key, auth, limit))
+            session = Session(("unpooled", *call.key), self._maker(context, call, auth, limit))
             try:
                 client = await session.open(limit)
                 tools = await asyncio.wait_for(client.list_tools(), limit)
             finally:
                 await session.close()
-            listing = Listing.of(tools, time.monotonic())
-            self._listings[key] = listing
-            self._stale.discard(key)
-            return listing
+            return self._keep(call.key, Listing.of(tools, time.monotonic()))
 
         try:
             return _LISTING_LOOP.run(run(), limit + 5)
@@ -217,31 +291,37 @@ class McpTool(expediter.Toolbox):
     def _is_stale(self, key: tuple[Any, ...], listing: Listing) -> bool:
         return key in self._stale or time.monotonic() - listing.taken_at > self.settings.list_ttl
 
-    async def _list(self, context: expediter.CallContext, key: tuple[Any, ...]) -> Listing:
-        """Ask the server for its tools (on this loop's session) and keep the listing."""
+    def _keep(self, key: tuple[Any, ...], listing: Listing) -> Listing:
+        """Keep a new listing; an unchanged one keeps the previous list object, so the host
+        keeps what it built from it."""
         self._stale.discard(key)
-
-        async def use(client: Client[Any]) -> Any:
-            return await client.list_tools()
-
-        try:
-            tools = await POOL.run(key, self._maker(context, key), use, self.settings.timeout)
-        except CredentialsRefused as exc:
-            raise self._refused(exc, context) from None
-        listing = Listing.of(tools, time.monotonic())
+        self._failures.pop(key, None)
         previous = self._listings.get(key)
-        if (
-            previous is not None
-            and previous.names == listing.names
-            and [a.to_dict() for a in previous.actions] == [a.to_dict() for a in listing.actions]
-        ):
-            # Unchanged: the same list object, so the host keeps what it built from it.
-            listing = Listing(previous.actions, previous.names, listing.taken_at)
+        if previous is not None and previous.same_as(listing):
+            listing = attrs.evolve(previous, taken_at=listing.taken_at)
         with self._lock:
             if len(self._listings) > 1024:
                 self._listings.clear()
             self._listings[key] = listing
         return listing
+
+    async def _list(self, context: expediter.CallContext, call: _Call) -> Listing:
+        """Ask the server for its tools (on this loop's session) and keep the listing."""
+        timeout = self.settings.timeout
+        self._stale.discard(call.key)
+
+        async def use(client: Client[Any]) -> Any:
+            return await asyncio.wait_for(client.list_tools(), timeout)
+
+        try:
+            tools = await POOL.run(
+                call.key, self._maker(context, call), use, timeout, repeatable=True
+            )
+        except CredentialsRefused as exc:
+            raise self._refused(exc, context) from None
+        except TimeoutError:
+            raise _timed_out(timeout) from None
+        return self._keep(call.key, Listing.of(tools, time.monotonic()))
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -249,15 +329,15 @@ class McpTool(expediter.Toolbox):
         self, action: str, arguments: dict[str, Any], context: expediter.CallContext
     ) -> Any:
         settings = self.settings
-        key = self._key(context)
+        call = self._call(context)
         left = context.time_left()
         timeout = settings.timeout if left is None else max(0.001, min(settings.timeout, left))
         from mcp.shared.exceptions import MCPError
 
         try:
-            listing = self._listings.get(key)
+            listing = self._listings.get(call.key)
             if listing is None or listing.mcp_name(action) is None:
-                listing = await self._list(context, key)
+                listing = await self._list(context, call)
             mcp_name = listing.mcp_name(action)
             if mcp_name is None:
                 raise ActionNotFound(f"the MCP server has no tool {action!r} (any more)")
@@ -265,19 +345,20 @@ class McpTool(expediter.Toolbox):
             async def use(client: Client[Any]) -> Any:
                 return await client.call_tool_mcp(mcp_name, arguments, timeout=timeout)
 
-            result = await POOL.run(key, self._maker(context, key), use, timeout)
+            result = await POOL.run(call.key, self._maker(context, call), use, timeout)
         except CredentialsRefused as exc:
             raise self._refused(exc, context) from None
         except MCPError as exc:
             raise _tool_error(exc, timeout) from None
         except TimeoutError:
-            raise expediter.ToolError(
-                f"the MCP server did not answer within {timeout:g} s"
-            ) from None
+            raise _timed_out(timeout) from None
+        except (expediter.ToolError, EgressBlocked, ConfigError):
+            raise
+        except Exception as exc:
+            raise expediter.ToolError(_unreachable(exc, settings)) from None
         value = tool_result(result, settings.max_image_bytes)
-        derived = self._derived.get(key)
-        # The host hides the configured secrets; what the pack derived from them it hides.
-        return value if derived is None else hide_values(value, derived)
+        # The host hides the configured secrets; the pack hides what it resolved or derived.
+        return hide_values(value, self._hidden(call))
 
     def _refused(
         self, exc: CredentialsRefused, context: expediter.CallContext
@@ -300,9 +381,16 @@ class McpTool(expediter.Toolbox):
         )
 
 
+def _unreachable(exc: Exception, settings: Settings) -> str:
+    """A connection failure as the model reads it: which server, and the error's kind (its
+    text may quote a URL's path or query, so it stays out)."""
+    where = "the stdio server" if settings.transport == "stdio" else "the MCP server"
+    return f"{where} could not be reached or broke off: {type(exc).__name__}"
+
+
 def _tool_error(exc: Any, timeout: float) -> expediter.ToolError:
     code = exc.error.code
     if code == TIMEOUT_CODE:
-        return expediter.ToolError(f"the MCP server did not answer within {timeout:g} s")
+        return _timed_out(timeout)
     message = " ".join(str(exc.error.message).split())[:500]
     return expediter.ToolError(f"MCP error {code}: {message}")

@@ -18,31 +18,90 @@ from typing import TYPE_CHECKING, Any, Final
 
 import httpx2
 from fastmcp.client.auth import ClientCredentialsOAuthProvider, OAuth
+from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 import expediter
 from expediter.errors import ConfigError
-from expediter_mcp.oauth.store import TokenStore, memory_slots
+from expediter_mcp.oauth.store import Slots, TokenStore, memory_slots
 
 if TYPE_CHECKING:
     from expediter_mcp.config import Settings
 
-__all__ = ["ReauthorizeNeeded", "StoredOAuth", "oauth_for", "reauthorize", "subject_of"]
+__all__ = [
+    "ReauthorizeNeeded",
+    "StoredOAuth",
+    "oauth_for",
+    "oauth_options",
+    "per_invoker",
+    "reauthorize",
+    "secret_texts",
+    "subject_of",
+]
 
 #: The redirect URI's port of a flow that never redirects a person (nothing listens on it).
 _NO_CALLBACK_PORT: Final = 1
+#: The shortest token ``secret_texts`` names (shorter texts are not worth hiding in a result).
+_MIN_SECRET: Final = 8
 
 
 class ReauthorizeNeeded(expediter.ToolError):
     """The call needs a person to authorize it first (no tokens, or they no longer work)."""
 
 
+def per_invoker(settings: Settings) -> bool:
+    """Whether each invoker uses their own credentials: only OAuth's authorization-code grant
+    with ``token_scope: invoker``. Client credentials are one machine identity whoever
+    invokes, and every other auth mode uses the credentials the instance holds: the owner's."""
+    return (
+        settings.auth == "oauth"
+        and settings.oauth_grant == "authorization_code"
+        and settings.token_scope == "invoker"
+    )
+
+
 def subject_of(settings: Settings, context: expediter.CallContext) -> str | None:
-    """Whose tokens a call uses: the invoker's own, or the instance owner's for everyone (and
-    always for client credentials: one machine identity, whoever invokes)."""
-    per_invoker = settings.token_scope == "invoker" and settings.oauth_grant != "client_credentials"
-    return context.user_id if per_invoker else context.owner_id
+    """Whose tokens (and credentials) a call uses: the invoker's own (``per_invoker``), else
+    the instance owner's (client credentials, ``token_scope: owner``, other auth modes)."""
+    return context.user_id if per_invoker(settings) else context.owner_id
+
+
+def oauth_options(
+    settings: Settings, client_secret: object, tokens: Slots, subject: str | None
+) -> dict[str, Any]:
+    """The arguments of fastmcp's authorization-code ``OAuth`` for an instance (a call's
+    ``StoredOAuth`` and the login's ``LoginOAuth`` alike): its scopes, pre-registered client
+    and issuer, and the subject's token slots as the token storage."""
+    secret = client_secret if isinstance(client_secret, str) and client_secret else None
+    return {
+        "scopes": list(settings.scopes) or None,
+        "client_name": "expediter",
+        "token_storage": TokenStore(tokens, subject),
+        "client_id": settings.client_id or None,
+        "client_secret": secret,
+        "issuer": settings.issuer,
+    }
+
+
+def secret_texts(auth: object) -> frozenset[str]:
+    """The OAuth secrets an auth object holds now, to hide where a server echoes them: the
+    current access and refresh tokens (and a registered client's secret) of an MCP SDK OAuth
+    provider (``StoredOAuth``, ``LoginOAuth``, ``ClientCredentialsOAuthProvider``), those of
+    at least 8 characters; empty for anything else (no tokens yet, another kind of auth)."""
+    if not isinstance(auth, OAuthClientProvider):
+        return frozenset()
+    context = getattr(auth, "context", None)  # unset until the provider is bound to a URL
+    if context is None:
+        return frozenset()
+    found: list[object] = []
+    tokens = context.current_tokens
+    if tokens is not None:
+        found += [tokens.access_token, tokens.refresh_token]
+    client = context.client_info
+    if client is not None:
+        found.append(client.client_secret)
+    return frozenset(text for text in found if isinstance(text, str) and len(text) >= _MIN_SECRET)
 
 
 def reauthorize(settings: Settings, context: expediter.CallContext) -> ReauthorizeNeeded:
@@ -156,14 +215,10 @@ def oauth_for(
             "stored instance: add the server with `expediter mcp add URL --auth oauth`, then "
             "log in with `expediter mcp login ID`"
         )
-    secret = secrets.get("client_secret")
     return StoredOAuth(
         settings.url,
         needed=lambda: reauthorize(settings, context),
-        scopes=list(settings.scopes) or None,
-        client_name="expediter",
-        token_storage=TokenStore(context.tokens, subject_of(settings, context)),
-        client_id=settings.client_id or None,
-        client_secret=secret if isinstance(secret, str) and secret else None,
-        issuer=settings.issuer,
+        **oauth_options(
+            settings, secrets.get("client_secret"), context.tokens, subject_of(settings, context)
+        ),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,8 +21,7 @@ import expediter
 from expediter.cli.output import escape
 from expediter.core.records.text import echo
 from expediter_mcp.config import MAX_TIMEOUT
-from expediter_mcp.oauth.flows import subject_of
-from expediter_mcp.oauth.store import TokenStore
+from expediter_mcp.oauth.flows import oauth_options, subject_of
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -89,7 +89,10 @@ class LoginOAuth(OAuth):
                 f"{echo(authorization_url, 200)}"
             )
         states = parse_qs(parts.query).get("state")
-        self._state = states[0] if states else None
+        if not states or not states[0]:
+            # Without a state no callback could be told from a forged one.
+            raise LoginFailed("the authorization URL has no state: cannot check the callback")
+        self._state = states[0]
         self._result = asyncio.get_running_loop().create_future()
         self._serving = asyncio.create_task(self._serve())
         self._show(
@@ -143,7 +146,9 @@ class LoginOAuth(OAuth):
         future = self._result
         if future is None or future.done():
             return HTMLResponse(_PAGE.format("This login has already ended."), status_code=409)
-        if state is not None and state != self._state:
+        # Only the authorization server's redirect knows the state: any other page that
+        # finds the port (no state, or a wrong one) neither ends nor cancels the login.
+        if not _same_state(state, self._state):
             return HTMLResponse(_PAGE.format("Not this login's callback."), status_code=400)
         error = params.get("error")
         if error is not None:
@@ -156,10 +161,17 @@ class LoginOAuth(OAuth):
             )
             return HTMLResponse(_PAGE.format("The authorization failed."), status_code=400)
         code = params.get("code")
-        if state is None or not code:
-            return HTMLResponse(_PAGE.format("The callback has no code or state."), status_code=400)
+        if not code:
+            return HTMLResponse(_PAGE.format("The callback has no code."), status_code=400)
         future.set_result(AuthorizationCodeResult(code=code, state=state, iss=params.get("iss")))
         return HTMLResponse(_PAGE.format("Authorized."))
+
+
+def _same_state(given: str | None, expected: str | None) -> bool:
+    """Whether a callback's state is this login's (compared in constant time)."""
+    if not given or not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def _listener(port: int) -> socket.socket:
@@ -201,20 +213,11 @@ def interactive_login(
         )
     if not 0 < timeout <= MAX_TIMEOUT:
         raise LoginFailed(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
-    secret = context.secret("client_secret")
-    listener = _listener(port)
-    auth = LoginOAuth(
-        settings.url,
-        listener=listener,
-        show=show,
-        wait=timeout,
-        scopes=list(settings.scopes) or None,
-        client_name="expediter",
-        token_storage=TokenStore(context.tokens, subject_of(settings, context)),
-        client_id=settings.client_id or None,
-        client_secret=secret if isinstance(secret, str) and secret else None,
-        issuer=settings.issuer,
+    options = oauth_options(
+        settings, context.secret("client_secret"), context.tokens, subject_of(settings, context)
     )
+    listener = _listener(port)
+    auth = LoginOAuth(settings.url, listener=listener, show=show, wait=timeout, **options)
     # The person's wait happens inside the session's handshake: it gets the login's time.
     try:
         tool.list_now(context, auth=auth, timeout=timeout + settings.timeout)

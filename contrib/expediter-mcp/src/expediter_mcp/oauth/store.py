@@ -4,8 +4,12 @@ token slots in the core (``InstanceTokens``, sealed with the owner's key), for o
 fastmcp addresses entries by (collection, key); a collection becomes a slot name (its
 ``mcp-oauth-`` prefix dropped, other characters folded to ``_``) and the key, which holds the
 server URL, is kept inside the value: an entry read under another key or collection reads as
-missing, so two URLs never see each other's tokens. TTLs are kept with the value too and an
-expired entry reads as missing.
+missing, so two URLs never see each other's tokens. fastmcp's TTLs (a year for tokens) are
+kept with the value too, and an expired entry reads as missing.
+
+The slot's plain ``expires_at`` (``oauth_tokens.expires_at``, for operators) is when the
+access token expires: set on the slot of the tokens (from the token response's
+``expires_in``, as fastmcp computes it) and on the slot of their expiry; None on the others.
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, SupportsFloat, final
 
-__all__ = ["MemorySlots", "Slots", "TokenStore", "memory_slots", "slot_name"]
+__all__ = [
+    "EXPIRY_COLLECTION",
+    "TOKEN_COLLECTION",
+    "MemorySlots",
+    "Slots",
+    "TokenStore",
+    "access_expiry",
+    "memory_slots",
+    "slot_name",
+]
 
 _PREFIX = "mcp-oauth-"
 _FOLD = re.compile(r"[^a-z0-9]+")
@@ -26,6 +39,10 @@ _FOLD = re.compile(r"[^a-z0-9]+")
 _SLOT_LENGTH = 64
 #: The collection of entries put without one.
 DEFAULT_COLLECTION = "default"
+#: fastmcp's collection of the access and refresh tokens (an ``OAuthToken``).
+TOKEN_COLLECTION = "mcp-oauth-token"
+#: fastmcp's collection of the access token's expiry (``{"expires_at": seconds}``).
+EXPIRY_COLLECTION = "mcp-oauth-token-expiry"
 #: In-memory slot sets kept for instances without a database (the oldest are dropped).
 _MEMORY_LIMIT = 256
 
@@ -56,6 +73,26 @@ def slot_name(collection: str) -> str:
     if not text[0].isalpha():
         text = "c_" + text
     return text[:_SLOT_LENGTH]
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def access_expiry(collection: str, value: Mapping[str, Any], now: float) -> float | None:
+    """When the access token an entry put at ``now`` is about expires (seconds since the
+    epoch), or None: the entry is not fastmcp's tokens or their expiry, or the token
+    response gave no ``expires_in``."""
+    if collection == TOKEN_COLLECTION:
+        # Put as the token response arrives: its relative expiry is still current.
+        seconds = _seconds(value.get("expires_in"))
+        return None if seconds is None else now + seconds
+    if collection == EXPIRY_COLLECTION:
+        return _seconds(value.get("expires_at"))
+    return None
 
 
 @final
@@ -131,20 +168,27 @@ class TokenStore:
     def _write(
         self, key: str, value: Mapping[str, Any], collection: str | None, ttl: SupportsFloat | None
     ) -> None:
-        expires_at = None
+        now = time.time()
+        collection = collection or DEFAULT_COLLECTION
+        # fastmcp's TTL: when the entry reads as missing (kept sealed, with the value).
+        stored_until = None
         if ttl is not None:
             seconds = float(ttl)
             if not math.isfinite(seconds):
                 raise ValueError("a TTL is a finite number of seconds")
-            expires_at = time.time() + seconds
+            stored_until = now + seconds
         entry = {
-            "collection": collection or DEFAULT_COLLECTION,
+            "collection": collection,
             "key": key,
             "value": dict(value),
-            "expires_at": expires_at,
+            "expires_at": stored_until,
         }
-        name = slot_name(collection or DEFAULT_COLLECTION)
-        self.slots.put(self.subject, entry, name=name, expires_at=expires_at)
+        self.slots.put(
+            self.subject,
+            entry,
+            name=slot_name(collection),
+            expires_at=access_expiry(collection, value, now),
+        )
 
     def _remove(self, key: str, collection: str | None) -> bool:
         value, _ = self._read(key, collection)

@@ -5,16 +5,22 @@ Nothing here imports fastmcp: ``provider`` wraps a ``Bridge`` as a fastmcp serve
 listing builds the user's toolset afresh from the host (so a stored instance added or removed
 by another process shows up on the next listing), and every call runs in the toolset that
 named it, with a fresh call id: one ledger row per MCP request.
+
+When the installed tools change, the bridge builds a new host for the next listing; the host
+it replaces is closed once the calls running in its toolsets have ended (never the host the
+bridge was given: its owner closes that one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import secrets
 import string
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -50,6 +56,8 @@ class Offer:
     offered: OfferedAction | None
     #: The toolset that offered it: a call runs in it.
     toolset: Toolset
+    #: The host that built the toolset (kept open while a call runs in it).
+    host: Host
 
 
 @attrs.frozen
@@ -79,71 +87,170 @@ class Bridge:
     """Offers the host's toolset for one user and runs an MCP client's calls in it."""
 
     def __init__(self, host: Host, *, user_id: str | None, approval_wait: float | None) -> None:
+        #: The host offered now (rebuilt when the installed tools change).
         self.host = host
         self.user_id = user_id
         #: Seconds a call waiting for approval is waited for (None: refused at once).
         self.approval_wait = approval_wait
         self._check = ArgumentCheck()
-        self._reported: set[str] = set()
         self._waiters: Any = None  # an anyio CapacityLimiter, made on the server's loop
-        #: Hosts built after the first one (closed by ``close``).
-        self._retired: list[Host] = []
+        #: The host the bridge was given: never closed here.
+        self._given = host
+        # Listings run in worker threads, calls on the server's loop. ``_lock`` guards
+        # ``host``, ``_users``, ``_draining`` and ``_reported`` (held briefly, never while a
+        # host is built or closed); ``_rebuilding`` lets one thread at a time build a host.
+        self._lock = threading.Lock()
+        self._rebuilding = threading.Lock()
+        #: Listings and calls using each host now (a host appears while it has any).
+        self._users: dict[Host, int] = {}
+        #: Replaced hosts still in use: each is closed when its last user ends.
+        self._draining: list[Host] = []
+        self._reported: set[str] = set()
 
     def close(self) -> None:
-        """Close the hosts this bridge built (not the one it was given)."""
-        for host in self._retired:
-            host.close()
-        self._retired.clear()
+        """Close the hosts this bridge built (not the one it was given), in use or not: the
+        server has stopped. The bridge then offers the given host again."""
+        with self._lock:
+            hosts = [*self._draining]
+            if self.host is not self._given:
+                hosts.append(self.host)
+            self.host = self._given
+            self._draining.clear()
+        for host in hosts:
+            _close(host)
+
+    # -- which host is in use (any thread) -----------------------------------------------------
+
+    def _alive(self, host: Host) -> bool:
+        """Whether ``host`` is still open (call with ``_lock`` held)."""
+        return host is self.host or host is self._given or host in self._draining
+
+    def _use(self, host: Host) -> bool:
+        """Count one more user of ``host``; False (nothing counted) when it is closed or
+        being closed."""
+        with self._lock:
+            if not self._alive(host):
+                return False
+            self._users[host] = self._users.get(host, 0) + 1
+            return True
+
+    def _done(self, host: Host) -> Host | None:
+        """Count one user of ``host`` less; the host to close now (its last user of a
+        replaced host has ended), or None."""
+        with self._lock:
+            left = self._users[host] - 1
+            if left:
+                self._users[host] = left
+                return None
+            del self._users[host]
+            if host in self._draining:
+                self._draining.remove(host)
+                return host
+            return None
+
+    def _replace(self, old: Host, new: Host) -> Host | None:
+        """Make ``new`` the offered host; ``old``, when it is to be closed now."""
+        with self._lock:
+            self.host = new
+            if old is self._given:
+                return None  # its owner closes it
+            if old in self._users:
+                self._draining.append(old)  # closed when its last user ends
+                return None
+            return old
 
     # -- offering (sync: run it in a worker thread, it reads the database) --------------------
 
-    def _current_host(self) -> Host:
-        """The host, rebuilt when installed packs or tools directories changed since it was
-        built (the old one keeps serving the calls it started)."""
-        host = self.host
-        if host.discovery_changed():
+    def _rebuild(self, seen: Host) -> None:
+        """Build a new host for the installed tools, unless another thread already replaced
+        ``seen``; close the one replaced once it is not in use."""
+        with self._rebuilding:
+            if self.host is not seen:
+                return
             import importlib
 
             from expediter.core.host import Host
 
             importlib.invalidate_caches()  # let the import system see new distributions
-            host = self.host = Host(config=host.config)
-            self._retired.append(host)
+            retired = self._replace(seen, Host(config=seen.config))
             logger.info("installed tools changed: serving the new set")
-        return host
+        if retired is not None:
+            _close(retired)
 
-    def _toolset(self) -> Toolset:
-        toolset = self._current_host().toolset(user_id=self.user_id, headless=False)
-        for error in toolset.errors:
-            if error not in self._reported:  # once per server, not once per listing
-                self._reported.add(error)
+    def _current_host(self) -> Host:
+        """The host to offer, counted as in use (``_done`` when finished with it): rebuilt
+        (once per listing) when installed packs or tools directories changed since it was
+        built."""
+        checked = False
+        while True:
+            host = self.host
+            if not checked and host.discovery_changed():
+                self._rebuild(host)
+                checked = True
+                continue
+            with self._lock:
+                if host is self.host:
+                    self._users[host] = self._users.get(host, 0) + 1
+                    return host
+
+    @contextlib.contextmanager
+    def _toolset(self) -> Iterator[tuple[Host, Toolset]]:
+        """The user's toolset, built afresh, and its host (kept open meanwhile)."""
+        host = self._current_host()
+        try:
+            toolset = host.toolset(user_id=self.user_id, headless=False)
+            with self._lock:
+                new = [error for error in toolset.errors if error not in self._reported]
+                self._reported.update(new)
+            for error in new:  # once per server, not once per listing
                 logger.warning("not offered: %s", error)
-        return toolset
+            yield host, toolset
+        finally:
+            retired = self._done(host)
+            if retired is not None:
+                _close(retired)
 
     def offers(self) -> list[Offer]:
         """The user's toolset, built afresh, as one offer per action."""
-        toolset = self._toolset()
-        functions = _functions(toolset)
-        return [
-            _offer(toolset, offered, functions[offered.name])
-            for offered in toolset.actions
-            if offered.name in functions
-        ]
+        with self._toolset() as (host, toolset):
+            functions = _functions(toolset)
+            return [
+                _offer(host, toolset, offered, functions[offered.name])
+                for offered in toolset.actions
+                if offered.name in functions
+            ]
 
     def offer(self, name: str) -> Offer:
         """What a call of ``name`` runs in the user's toolset now: the action offered under
         that name, or (``offered`` None) a name the pipeline refuses, listing what is offered."""
-        toolset = self._toolset()
-        offered = toolset.offered(name)
-        function = None if offered is None else _functions(toolset).get(name)
-        if offered is None or function is None:
-            return Offer(name, "", {"type": "object", "properties": {}}, None, toolset)
-        return _offer(toolset, offered, function)
+        with self._toolset() as (host, toolset):
+            offered = toolset.offered(name)
+            function = None if offered is None else _functions(toolset).get(name)
+            if offered is None or function is None:
+                return Offer(name, "", {"type": "object", "properties": {}}, None, toolset, host)
+            return _offer(host, toolset, offered, function)
 
     # -- calling (on the server's event loop) --------------------------------------------------
 
     async def call(self, offer: Offer, arguments: Mapping[str, Any]) -> Reply:
-        """Run one call through the host's pipeline and map its final event to a reply."""
+        """Run one call through the host's pipeline and map its final event to a reply. The
+        offer's host stays open until the call ends; an offer whose host was closed meanwhile
+        (replaced between the lookup and the call) is looked up again in the current one."""
+        import anyio
+        import anyio.to_thread
+
+        while not self._use(offer.host):
+            offer = await anyio.to_thread.run_sync(self.offer, offer.name)
+        try:
+            return await self._run(offer, arguments)
+        finally:
+            retired = self._done(offer.host)
+            if retired is not None:
+                # Closing reads and writes files: not on the loop, and not cut short.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(_close, retired)
+
+    async def _run(self, offer: Offer, arguments: Mapping[str, Any]) -> Reply:
         from expediter.core.records.calls import ToolCall
 
         call_id = "mcp_" + "".join(secrets.choice(_ID_CHARS) for _ in range(12))
@@ -167,8 +274,8 @@ class Bridge:
         if event is None:  # arun yields one event per call; never expected
             return Reply("expediter returned no outcome for the call", is_error=True)
         if event.status == "awaiting_approval":
-            return await self._after_approval(event)
-        return self.reply(event)
+            return await self._after_approval(event, offer.host)
+        return self.reply(event, offer.host)
 
     def _resolved(
         self, call_id: str, offer: Offer, offered: OfferedAction, arguments: Mapping[str, Any]
@@ -193,7 +300,7 @@ class Bridge:
             error=problem,
         )
 
-    async def _after_approval(self, event: CallEvent) -> Reply:
+    async def _after_approval(self, event: CallEvent, host: Host) -> Reply:
         """Refuse a call that waits for approval, or wait (``approval_wait``) for the
         decision, made in another process, and return the call's final outcome."""
         wait = self.approval_wait
@@ -208,7 +315,7 @@ class Bridge:
 
         def until_decided() -> dict[str, CallEvent]:
             # The time spent queueing for a thread counts against the wait.
-            return self.host.wait([event.key], max(0.0, deadline - time.monotonic()))
+            return host.wait([event.key], max(0.0, deadline - time.monotonic()))
 
         final = await anyio.to_thread.run_sync(
             until_decided, limiter=self._waiters, abandon_on_cancel=True
@@ -216,18 +323,20 @@ class Bridge:
         outcome = final.get(event.key)
         if outcome is None:
             return Reply(approval_text(event.key, event.reason, waited=wait), is_error=True)
-        return self.reply(outcome)
+        return self.reply(outcome, host)
 
-    def reply(self, event: CallEvent) -> Reply:
-        """A final event as an MCP result: the model's copy of a result, or the error."""
+    def reply(self, event: CallEvent, host: Host | None = None) -> Reply:
+        """A final event as an MCP result: the model's copy of a result, or the error
+        (``host``: the one the call ran in, by default the current one)."""
+        budget = (self.host if host is None else host).model_result_chars
         if event.status == "completed":
             text = event.content
             if text is None:  # every completed event carries it; this is a safety net
                 from expediter.core.records.text import model_copy
 
-                text = model_copy(event.result, self.host.model_result_chars)
+                text = model_copy(event.result, budget)
             structured = event.result if type(event.result) is dict else None
-            if structured is not None and len(text) >= self.host.model_result_chars:
+            if structured is not None and len(text) >= budget:
                 structured = None  # the text was cut to the model's budget: so is the result
             return Reply(text, structured)
         if event.status == "denied":
@@ -249,7 +358,17 @@ def _functions(toolset: Toolset) -> dict[str, Mapping[str, Any]]:
     }
 
 
-def _offer(toolset: Toolset, offered: OfferedAction, function: Mapping[str, Any]) -> Offer:
+def _close(host: Host) -> None:
+    """Close a host the bridge built; a failure is logged (it must not fail a call)."""
+    try:
+        host.close()
+    except Exception:
+        logger.warning("closing a replaced host failed", exc_info=True)
+
+
+def _offer(
+    host: Host, toolset: Toolset, offered: OfferedAction, function: Mapping[str, Any]
+) -> Offer:
     return Offer(
         name=offered.name,
         description=offered.action.description,
@@ -257,4 +376,5 @@ def _offer(toolset: Toolset, offered: OfferedAction, function: Mapping[str, Any]
         parameters=copy.deepcopy(dict(function["parameters"])),
         offered=offered,
         toolset=toolset,
+        host=host,
     )
