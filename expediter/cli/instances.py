@@ -21,7 +21,7 @@ from expediter.cli.output import dump_json, echo_json, echo_table, escape
 if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
 
-__all__ = ["instances", "keys", "print_instance", "secret_options"]
+__all__ = ["instances", "keys", "network_options", "print_instance", "secret_options"]
 
 _SECRET_HELP = (
     "A configuration field, FIELD=VALUE; FIELD=- reads the value from standard input, "
@@ -56,6 +56,24 @@ def _secret_value(field: str, value: str) -> str:
             f"{exc.strerror or type(exc).__name__}",
             param_hint="--secret",
         ) from None
+
+
+def network_options(values: Sequence[str]) -> list[str]:
+    """The ``--allow-network CIDR`` options as networks (an address is its own /32 or
+    /128); a value that is no network is a usage error naming the option."""
+    import ipaddress
+
+    networks: list[str] = []
+    for value in values:
+        try:
+            networks.append(str(ipaddress.ip_network(value, strict=False)))
+        except ValueError:
+            raise click.BadParameter(
+                f"{escape(value)} is not a network: give a CIDR range such as 10.0.0.0/8 or "
+                "fd00::/8, or one address",
+                param_hint="--allow-network",
+            ) from None
+    return networks
 
 
 def secret_options(options: Sequence[str]) -> dict[str, str]:

@@ -138,3 +138,18 @@ def test_login_refuses_an_instance_without_oauth(run: Run) -> None:
     result = run("mcp", "login", instance_id)
     assert result.exit_code == 2
     assert "does not use OAuth" in result.stderr
+
+
+def test_tools_needs_no_key_for_an_instance_without_secrets(
+    expediter_home: Path, monkeypatch: pytest.MonkeyPatch, http_server: Any
+) -> None:
+    monkeypatch.delenv("EXPEDITER_SECRET_KEYS", raising=False)
+    monkeypatch.setenv("EXPEDITER_LOAD_PLUGINS", "mcp")
+    runner = CliRunner()
+    added = runner.invoke(
+        cli, ["mcp", "add", http_server.url, "--name", "open", "--allow-network", "127.0.0.1"]
+    )
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(cli, ["mcp", "tools", added.stdout.strip()])
+    assert listed.exit_code == 0, listed.output
+    assert "whoami" in listed.stdout

@@ -417,8 +417,7 @@ class Offers:
         tool_info: Callable[[str], ToolInfo],
         load: Callable[..., LoadedTool],
         runner: Runner,
-        listing_context: Callable[[LoadedTool, str | None, str | None, bool], CallContext]
-        | None = None,
+        listing_context: Callable[[LoadedTool, str | None, str | None, bool], CallContext],
     ) -> None:
         self._catalogue = catalogue
         self._tool_info = tool_info
@@ -551,16 +550,7 @@ class Offers:
             owner_id=instance.owner_id,
             digest=instance.config_digest if instance.snapshot is not instance.config else None,
         )
-        if self._listing_context is not None:
-            context = self._listing_context(loaded, user_id, instance.owner_id, instance.stored)
-        else:
-            context = CallContext(
-                user_id=user_id,
-                owner_id=instance.owner_id,
-                instance_id=instance_id,
-                tool=instance.tool,
-                secrets=loaded.secrets,
-            )
+        context = self._listing_context(loaded, user_id, instance.owner_id, instance.stored)
         listed = loaded.actions(context)
         if cached is not None and cached[0] is instance and cached[2] is listed:
             return cached[1]  # a dynamic tool whose actions did not change

@@ -9,7 +9,6 @@ key and never printed.
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +18,9 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 
-# The parsing of `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` that `instances add` uses (one
-# reading of standard input, values never echoed).
-from expediter.cli.instances import secret_options
+# The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
+# standard input, values never echoed) and `--allow-network CIDR`.
+from expediter.cli.instances import network_options, secret_options
 from expediter.cli.output import echo_json, echo_table, escape, warn
 
 if TYPE_CHECKING:
@@ -51,20 +50,6 @@ def _base_url(value: str | None) -> str | None:
             param_hint="--base-url",
         )
     return value
-
-
-def _networks(values: tuple[str, ...]) -> list[str]:
-    networks: list[str] = []
-    for value in values:
-        try:
-            networks.append(str(ipaddress.ip_network(value, strict=False)))
-        except ValueError:
-            raise click.BadParameter(
-                f"{escape(value)} is not a network: give a CIDR range such as 10.0.0.0/8 or "
-                "fd00::/8, or one address",
-                param_hint="--allow-network",
-            ) from None
-    return networks
 
 
 def _read_spec(source: str, base_url: str | None) -> ImportedSpec:
@@ -132,7 +117,7 @@ def import_command(
     from expediter.errors import ArgumentError, ToolNotFound
 
     given_url = _base_url(base_url)
-    networks = _networks(allow_networks)
+    networks = network_options(allow_networks)
     if spec == "-" and any(option.partition("=")[2] == "-" for option in secrets):
         raise click.UsageError(
             "SPEC and a --secret both read standard input; read the secret from a file "

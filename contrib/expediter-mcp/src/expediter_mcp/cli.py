@@ -9,7 +9,6 @@ authorization-code flow for an instance with ``--auth oauth``.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shlex
 from typing import Any
@@ -18,9 +17,9 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 
-# The parsing of `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` that `instances add` uses (one
-# reading of standard input, values never echoed).
-from expediter.cli.instances import secret_options
+# The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
+# standard input, values never echoed) and `--allow-network CIDR`.
+from expediter.cli.instances import network_options, secret_options
 from expediter.cli.output import echo_json, echo_table, escape
 from expediter_mcp.config import AUTH_MODES, SECRET_FIELDS, TRANSPORTS
 
@@ -35,20 +34,6 @@ _SECRET_HELP = (
 @click.group()
 def mcp() -> None:
     """Use MCP servers as tools: add one, list its tools, log in."""
-
-
-def _networks(values: tuple[str, ...]) -> list[str]:
-    networks: list[str] = []
-    for value in values:
-        try:
-            networks.append(str(ipaddress.ip_network(value, strict=False)))
-        except ValueError:
-            raise click.BadParameter(
-                f"{escape(value)} is not a network: give a CIDR range such as 10.0.0.0/8 or "
-                "one address",
-                param_hint="--allow-network",
-            ) from None
-    return networks
 
 
 def _extra(text: str | None) -> dict[str, Any]:
@@ -116,7 +101,7 @@ def add_command(
                 param_hint="URL",
             )
         config["url"] = url
-    networks = _networks(allow_networks)
+    networks = network_options(allow_networks)
     if networks:
         config["allow_networks"] = networks
     values = secret_options(secrets)

@@ -23,6 +23,7 @@ from expediter.errors import ConfigError
 __all__ = [
     "AUTH_MODES",
     "FIELDS",
+    "HEADER_NAME",
     "MAX_RESPONSE_BYTES",
     "MAX_TIMEOUT",
     "SECRET_FIELDS",
@@ -43,7 +44,8 @@ STDIO_ALLOW = "EXPEDITER_MCP_STDIO_ALLOW"
 #: The configuration fields whose values are secrets.
 SECRET_FIELDS = ("token", "api_key", "password", "client_secret", "secret_headers")
 
-_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: An HTTP field name (RFC 9110 token), matched whole.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _field(name: str, description: str, **options: Any) -> expediter.ConfigField:
@@ -166,7 +168,7 @@ def _headers(config: Mapping[str, Any], name: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"mcp: configuration field {name!r} must be an object of headers")
     for key, text in value.items():
-        if not isinstance(key, str) or not _HEADER.fullmatch(key) or not isinstance(text, str):
+        if not isinstance(key, str) or not HEADER_NAME.fullmatch(key) or not isinstance(text, str):
             raise ConfigError(
                 f"mcp: {name}: {str(key)[:60]!r} is not a header name with a text value"
             )

@@ -18,7 +18,7 @@ import attrs
 
 from expediter.core.netguard import EgressPolicy
 from expediter.errors import ConfigError
-from expediter_mcp.config import STDIO_ALLOW, Settings, stdio_allowed
+from expediter_mcp.config import HEADER_NAME, STDIO_ALLOW, Settings, stdio_allowed
 from expediter_mcp.sessions import Session, guarded_factory
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Credentials", "auth_headers", "make_client"]
 
-_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: What a header value may not hold: control characters other than tab.
 _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -34,7 +33,7 @@ _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 def _checked(name: str, value: str) -> None:
     """ConfigError for a header no request can carry; a value is never repeated (it may be a
     credential)."""
-    if not _HEADER.fullmatch(name):
+    if not HEADER_NAME.fullmatch(name):
         raise ConfigError(f"mcp: {name[:60]!r} is not a valid HTTP header name")
     try:
         value.encode("latin-1")

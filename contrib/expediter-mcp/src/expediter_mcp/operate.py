@@ -34,10 +34,6 @@ def tool_for(host: expediter.Host, instance_id: str) -> tuple[Any, McpTool]:
 
 def context_for(host: expediter.Host, record: Any, user_id: str | None) -> expediter.CallContext:
     """The context a call of ``user_id`` (default: the owner) would have."""
-    tokens = None
-    instances: Any = host.instances
-    if hasattr(instances, "tokens"):
-        tokens = instances.tokens(record.id)
     return expediter.CallContext(
         user_id=user_id if user_id is not None else record.owner_id,
         owner_id=record.owner_id,
@@ -45,7 +41,8 @@ def context_for(host: expediter.Host, record: Any, user_id: str | None) -> exped
         tool="mcp",
         secrets=dict(record.secrets or {}),
         egress_allow=host.config.egress_allow,
-        tokens=tokens,
+        # Only OAuth needs them (and they need the key, which other instances may not).
+        tokens=host.instances.tokens(record.id) if record.config.get("auth") == "oauth" else None,
     )
 
 
