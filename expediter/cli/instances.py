@@ -21,7 +21,14 @@ from expediter.cli.output import dump_json, echo_json, echo_table, escape
 if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
 
-__all__ = ["instances", "keys", "network_options", "print_instance", "secret_options"]
+__all__ = [
+    "instances",
+    "keys",
+    "network_options",
+    "print_instance",
+    "secret_options",
+    "store_instance",
+]
 
 _SECRET_HELP = (
     "A configuration field, FIELD=VALUE; FIELD=- reads the value from standard input, "
@@ -56,6 +63,35 @@ def _secret_value(field: str, value: str) -> str:
             f"{exc.strerror or type(exc).__name__}",
             param_hint="--secret",
         ) from None
+
+
+def store_instance(
+    state: CliState,
+    tool: str,
+    *,
+    pack: str,
+    name: str,
+    config: dict[str, Any],
+    user_id: str | None,
+) -> Any:
+    """Store an instance of a pack's tool as the operator (a pack's ``add``/``import``
+    command): a tool that did not load, or a configuration the tool refuses, is a clear
+    command-line error; a taken name names ``--name``."""
+    from expediter.errors import ArgumentError, ToolNotFound
+
+    try:
+        return state.host().instances.add(
+            tool, name=name, config=config, user_id=user_id, operator=True
+        )
+    except ToolNotFound as exc:
+        raise click.ClickException(
+            f"{escape(str(exc))} (the {tool} tool of {pack} did not load: run "
+            "`expediter plugins` to see why)"
+        ) from None
+    except ArgumentError as exc:
+        if exc.parameter == "name":
+            raise click.BadParameter(escape(str(exc)), param_hint="--name") from None
+        raise click.UsageError(escape(str(exc))) from None
 
 
 def network_options(values: Sequence[str]) -> list[str]:

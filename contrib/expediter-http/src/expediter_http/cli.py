@@ -20,7 +20,7 @@ from expediter.cli.app import CliState, pass_state
 
 # The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
 # standard input, values never echoed) and `--allow-network CIDR`.
-from expediter.cli.instances import network_options, secret_options
+from expediter.cli.instances import network_options, secret_options, store_instance
 from expediter.cli.output import echo_json, echo_table, escape, warn
 
 if TYPE_CHECKING:
@@ -114,7 +114,6 @@ def import_command(
 ) -> None:
     """Store the OpenAPI document SPEC (a JSON or YAML file, - for standard input) as an
     http instance and print its id."""
-    from expediter.errors import ArgumentError, ToolNotFound
 
     given_url = _base_url(base_url)
     networks = network_options(allow_networks)
@@ -139,19 +138,9 @@ def import_command(
     credentials = _credentials(secrets, imported)
     if credentials:
         config["credentials"] = credentials
-    try:
-        record = state.host().instances.add(
-            "http", name=name, config=config, user_id=user_id, operator=True
-        )
-    except ToolNotFound as exc:
-        raise click.ClickException(
-            f"{escape(str(exc))} (the http tool of expediter-http did not load: run "
-            "`expediter plugins` to see why)"
-        ) from None
-    except ArgumentError as exc:
-        if exc.parameter != "name":
-            raise
-        raise click.BadParameter(escape(str(exc)), param_hint="--name") from None
+    record = store_instance(
+        state, "http", pack="expediter-http", name=name, config=config, user_id=user_id
+    )
     if as_json:
         data = record.to_dict()
         data["action_names"] = [action.name for action in imported.actions]

@@ -19,7 +19,7 @@ from expediter.cli.app import CliState, pass_state
 
 # The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
 # standard input, values never echoed) and `--allow-network CIDR`.
-from expediter.cli.instances import network_options, secret_options
+from expediter.cli.instances import network_options, secret_options, store_instance
 from expediter.cli.output import echo_json, echo_table, escape
 from expediter_mcp.config import AUTH_MODES, SECRET_FIELDS, TRANSPORTS
 
@@ -86,7 +86,6 @@ def add_command(
     """Store the MCP server at URL as an mcp instance and print its id. With --transport
     stdio, URL is the command line that starts the server (the operator must allow its
     command in EXPEDITER_MCP_STDIO_ALLOW)."""
-    from expediter.errors import ArgumentError, ToolNotFound
 
     config: dict[str, Any] = {**_extra(extra), "transport": transport, "auth": auth}
     if transport == "stdio":
@@ -113,19 +112,9 @@ def add_command(
             param_hint="--secret",
         )
     config.update(values)
-    try:
-        record = state.host().instances.add(
-            "mcp", name=name, config=config, user_id=user_id, operator=True
-        )
-    except ToolNotFound as exc:
-        raise click.ClickException(
-            f"{escape(str(exc))} (the mcp tool of expediter-mcp did not load: run "
-            "`expediter plugins` to see why)"
-        ) from None
-    except ArgumentError as exc:
-        if exc.parameter == "name":
-            raise click.BadParameter(escape(str(exc)), param_hint="--name") from None
-        raise click.UsageError(escape(str(exc))) from None
+    record = store_instance(
+        state, "mcp", pack="expediter-mcp", name=name, config=config, user_id=user_id
+    )
     if as_json:
         echo_json(record.to_dict())
     else:
