@@ -147,6 +147,13 @@ def _server_processes(marker: str) -> int:
     return count
 
 
+def _wait_for_no_server(marker: str) -> None:
+    deadline = time.monotonic() + 10
+    while _server_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _server_processes(marker) == 0
+
+
 def test_listing_and_calls_share_one_server_process(
     host: expediter.Host, stdio_allowed: None
 ) -> None:
@@ -160,12 +167,10 @@ def test_listing_and_calls_share_one_server_process(
         },
         operator=True,
     )
+    _wait_for_no_server(str(TIME_SERVER))  # the processes of earlier tests have ended
     names = {o.action.name for o in host.toolset().actions if o.instance_id == record.id}
     assert "get_current_time" in names
     assert host.call(record.id, "get_current_time", {"timezone": "UTC"}).status == "completed"
     assert _server_processes(str(TIME_SERVER)) == 1
     host.close()
-    deadline = time.monotonic() + 10
-    while _server_processes(str(TIME_SERVER)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _server_processes(str(TIME_SERVER)) == 0  # it ends with the host
+    _wait_for_no_server(str(TIME_SERVER))  # it ends with the host
