@@ -111,6 +111,8 @@ def test_time_server(host: expediter.Host, stdio_allowed: None) -> None:
     bad = host.call(record.id, "get_current_time", {"timezone": "Mars/Olympus"})
     assert bad.status == "error"
     assert "Mars/Olympus" in (bad.error or "")
+    host.close()
+    assert _server_processes(str(TIME_SERVER)) == 0  # closing the host ended the server
 
 
 def test_the_server_process_gets_no_host_secret(

@@ -139,9 +139,14 @@ class Session:
             self.refused = True
 
 
+#: Seconds closing one session may take: the MCP SDK gives a stdio server 2 s to exit after
+#: its stdin closes, 2 more after SIGTERM, and 2 to see a SIGKILL through.
+CLOSE_SECONDS = 8.0
+
+
 async def _quietly_close(client: Any) -> None:
     try:
-        await asyncio.wait_for(client.__aexit__(None, None, None), 5.0)
+        await asyncio.wait_for(client.__aexit__(None, None, None), CLOSE_SECONDS)
     except BaseException as exc:  # closing a broken session must not fail the call
         if isinstance(exc, asyncio.CancelledError):
             current = asyncio.current_task()
@@ -184,10 +189,15 @@ class Pool:
     def evict(self, session: Session) -> None:
         """Take a session out of the pool (a later call opens a new one); it is closed as
         soon as no call uses it."""
+        self._take(session)
+        self._retire(session)
+
+    def _take(self, session: Session) -> None:
+        """Take a session out of this loop's pool; it is closed when its last call ends."""
         sessions = self._sessions()
         if sessions.get(session.key) is session:
             del sessions[session.key]
-        self._retire(session)
+        session.retired = True
 
     def _sweep(self, sessions: OrderedDict[tuple[Any, ...], Session]) -> None:
         now = time.monotonic()
@@ -213,14 +223,18 @@ class Pool:
         pooled = self._sessions()
         chosen = list(pooled.values()) if sessions is None else list(sessions)
         for session in chosen:
-            self.evict(session)
-        idle = [session for session in chosen if session.users == 0]
-        await asyncio.gather(*(session.close() for session in idle))
+            self._take(session)
+        # Closed here and awaited (a stdio server's process ends before this returns), with
+        # the closes already under way on this loop.
+        loop = asyncio.get_running_loop()
+        pending = [task for task in _closing if task.get_loop() is loop]
+        idle = [session.close() for session in chosen if session.users == 0]
+        await asyncio.gather(*idle, *pending)
 
     def shutdown(
         self,
         sessions: Mapping[asyncio.AbstractEventLoop, Iterable[Session]] | None = None,
-        timeout: float = 5.0,
+        timeout: float = CLOSE_SECONDS + 2,
     ) -> None:
         """Retire sessions (by loop; None: every session of every loop) from outside their
         loops, waiting up to ``timeout`` for each loop: a stdio server's process ends with
