@@ -96,10 +96,11 @@ class McpTool(expediter.Toolbox):
         self._failures: dict[tuple[Any, ...], tuple[float, Exception]] = {}
         self._stale: set[tuple[Any, ...]] = set()
         self._policies: dict[tuple[str, ...], EgressPolicy] = {}
-        #: Secret texts derived from a key's credentials (a basic token's base64).
-        self._derived: dict[tuple[Any, ...], frozenset[str]] = {}
-        #: The OAuth flow each key's session runs (its tokens are hidden in results).
-        self._auths: dict[tuple[Any, ...], Any] = {}
+        #: The OAuth flow each key's open session runs (its tokens are hidden in results);
+        #: an entry goes with its session.
+        self._auths: weakref.WeakValueDictionary[tuple[Any, ...], Any] = (
+            weakref.WeakValueDictionary()
+        )
         #: The sessions this tool opened, by loop (``close`` retires them, no others).
         self._opened: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, weakref.WeakSet[Session]
@@ -183,8 +184,6 @@ class McpTool(expediter.Toolbox):
             if flow is not None:
                 self._auths[call.key] = flow
             credentials = auth_headers(settings, call.secrets)
-            if credentials.derived:
-                self._derived[call.key] = credentials.derived
             with self._lock:
                 loop = asyncio.get_running_loop()
                 self._opened.setdefault(loop, weakref.WeakSet()).add(session)
@@ -199,7 +198,9 @@ class McpTool(expediter.Toolbox):
     def _hidden(self, call: _Call) -> frozenset[str]:
         """The secret texts a result of this call must not show: resolved credential values,
         what the pack derived from them, and the OAuth tokens of its session."""
-        hidden = call.hidden | self._derived.get(call.key, frozenset())
+        hidden = call.hidden
+        if self.settings.auth == "basic":
+            hidden |= auth_headers(self.settings, call.secrets).derived
         flow = self._auths.get(call.key)
         if flow is not None:
             from expediter_mcp.oauth.flows import secret_texts
