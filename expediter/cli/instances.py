@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
 
 __all__ = [
+    "allow_network_option",
     "instances",
     "keys",
     "network_options",
@@ -92,6 +93,17 @@ def store_instance(
         if exc.parameter == "name":
             raise click.BadParameter(escape(str(exc)), param_hint="--name") from None
         raise click.UsageError(escape(str(exc))) from None
+
+
+#: The ``--allow-network CIDR`` option of a pack's command that stores an instance (parse the
+#: values with ``network_options``).
+allow_network_option = click.option(
+    "--allow-network",
+    "allow_networks",
+    multiple=True,
+    metavar="CIDR",
+    help="A private network range the instance may reach (operator only). Repeatable.",
+)
 
 
 def network_options(values: Sequence[str]) -> list[str]:

@@ -45,7 +45,7 @@ from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
 from expediter.core.records.redaction import hide_values
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
 from expediter.core.records.text import echo
-from expediter.errors import ArgumentError, EgressBlocked, LedgerError
+from expediter.errors import ArgumentError, LedgerError
 from expediter.hookspecs.tool import CallContext, Decision, ToolResult
 
 if TYPE_CHECKING:
@@ -302,11 +302,11 @@ class Executor:
             return self._park(step, "requires_client_execution", CLIENT_SIDE, None)
         try:
             self.prepare(step, offered)
-        except EgressBlocked as exc:  # listing a remote tool's actions, refused by the guard
-            refused = outcome_from_exception(exc)
-            return self._refuse(step, EgressBlocked.MESSAGE, "EgressBlocked", refused.detail)
         except Exception as exc:
-            return self._refuse(step, str(exc), type(exc).__name__)
+            # The ledger row gets what only the operator may read (e.g. the egress guard's
+            # reason when a remote tool's listing was refused), as for a call that ran.
+            detail = outcome_from_exception(exc).detail
+            return self._refuse(step, str(exc), type(exc).__name__, detail)
         if step.spec is None:
             return self._refuse(step, self._no_action(step), "ActionNotFound")
         return self.admit(step, self.decide(step))

@@ -20,7 +20,12 @@ from expediter.cli.app import CliState, pass_state
 
 # The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
 # standard input, values never echoed) and `--allow-network CIDR`.
-from expediter.cli.instances import network_options, secret_options, store_instance
+from expediter.cli.instances import (
+    allow_network_option,
+    network_options,
+    secret_options,
+    store_instance,
+)
 from expediter.cli.output import echo_json, echo_table, escape, warn
 
 if TYPE_CHECKING:
@@ -91,13 +96,7 @@ def _credentials(options: tuple[str, ...], spec: ImportedSpec) -> dict[str, str]
     metavar="URL",
     help="The API's base URL (default: the document's first server).",
 )
-@click.option(
-    "--allow-network",
-    "allow_networks",
-    multiple=True,
-    metavar="CIDR",
-    help="A private network range the instance may reach (operator only). Repeatable.",
-)
+@allow_network_option
 @click.option("--secret", "secrets", multiple=True, metavar="SCHEME=VALUE", help=_SECRET_HELP)
 @click.option("--user", "user_id", default=None, help="The owner (default: shared by everyone).")
 @click.option("--json", "as_json", is_flag=True, help="Print the new record as JSON.")

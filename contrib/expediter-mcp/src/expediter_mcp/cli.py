@@ -19,7 +19,12 @@ from expediter.cli.app import CliState, pass_state
 
 # The parsing `instances add` uses: `--secret FIELD=VALUE|FIELD=-|FIELD=@PATH` (one reading of
 # standard input, values never echoed) and `--allow-network CIDR`.
-from expediter.cli.instances import network_options, secret_options, store_instance
+from expediter.cli.instances import (
+    allow_network_option,
+    network_options,
+    secret_options,
+    store_instance,
+)
 from expediter.cli.output import echo_json, echo_table, escape
 from expediter_mcp.config import AUTH_MODES, SECRET_FIELDS, TRANSPORTS
 
@@ -54,13 +59,7 @@ def _extra(text: str | None) -> dict[str, Any]:
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="http", show_default=True)
 @click.option("--auth", type=click.Choice(AUTH_MODES), default="none", show_default=True)
 @click.option("--secret", "secrets", multiple=True, metavar="FIELD=VALUE", help=_SECRET_HELP)
-@click.option(
-    "--allow-network",
-    "allow_networks",
-    multiple=True,
-    metavar="CIDR",
-    help="A private network range the instance may reach (operator only). Repeatable.",
-)
+@allow_network_option
 @click.option(
     "--config",
     "extra",

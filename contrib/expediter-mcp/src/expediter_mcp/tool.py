@@ -115,6 +115,11 @@ class McpTool(expediter.Toolbox):
         POOL.shutdown(opened)
 
     @functools.cached_property
+    def _config_digest(self) -> str:
+        """A digest of the configuration (taken once: it is part of every call's key)."""
+        return credential_hash(dict(self.config))
+
+    @functools.cached_property
     def settings(self) -> Settings:
         """The instance's settings (read once; ConfigError when malformed)."""
         return Settings.read(self.config)
@@ -126,7 +131,7 @@ class McpTool(expediter.Toolbox):
         ``subject``) and a hash of every credential value as resolved for this call (a
         ``resolve_secret`` provider may answer each user differently)."""
         values = {name: context.secret(name) for name in SECRET_FIELDS}
-        digest = credential_hash({"config": dict(self.config), "secrets": values})
+        digest = credential_hash({"config": self._config_digest, "secrets": values})
         hidden = frozenset(
             text
             for value in values.values()
