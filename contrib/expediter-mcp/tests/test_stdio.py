@@ -176,3 +176,21 @@ def test_listing_and_calls_share_one_server_process(
     assert _server_processes(str(TIME_SERVER)) == 1
     host.close()
     _wait_for_no_server(str(TIME_SERVER))  # it ends with the host
+
+
+def test_a_server_process_that_dies_mid_call_is_an_error_and_the_next_call_restarts_it(
+    host: expediter.Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXPEDITER_MCP_STDIO_ALLOW", sys.executable)
+    script = Path(__file__).with_name("exiting_server.py")
+    record = host.instances.add(
+        "mcp",
+        name="exiting",
+        config={"transport": "stdio", "command": sys.executable, "args": [str(script)]},
+        operator=True,
+    )
+    assert host.call(record.id, "ok", {}).status == "completed"
+    died = host.call(record.id, "die", {})
+    assert died.status == "error"
+    assert host.ledger.get(died.key).status == "failed"
+    assert host.call(record.id, "ok", {}).status == "completed"  # a new process
