@@ -26,7 +26,6 @@ from expediter.core.turns.providers.jsonschema import (
     NotStrictable,
     model_schema,
     read_only,
-    strict_schema,
     strip_optional_nulls,
 )
 from expediter.core.turns.providers.streaming import (
@@ -486,7 +485,7 @@ class Offers:
             is_strict = False
             if strict and adapter.supports_strict:
                 try:
-                    parameters, is_strict = strict_schema(parameters), True
+                    parameters, is_strict = adapter.strict_parameters(parameters), True
                 except NotStrictable as exc:
                     logger.info("%s is offered without strict mode: %s", offered.name, exc)
                 except Exception as exc:  # a malformed schema (e.g. from a remote server)

@@ -19,6 +19,8 @@ import attrs
 
 from expediter.core.records.calls import NO_EXTRAS
 from expediter.core.records.limits import MAX_DEPTH, json_problem
+from expediter.core.turns.providers.jsonschema import strict_schema
+from expediter.errors import ArgumentError, UnknownProvider
 
 __all__ = [
     "MAX_DEPTH",
@@ -26,6 +28,7 @@ __all__ = [
     "Malformed",
     "Provider",
     "RawCall",
+    "StreamAccumulator",
     "ToolSpec",
     "Unreadable",
     "as_list",
@@ -333,12 +336,75 @@ def result_object(result: CallResult | None) -> tuple[dict[str, Any], bool]:
     return (value if isinstance(value, dict) else {"result": value}), False
 
 
+class StreamAccumulator:
+    """One streamed response, fed chunk by chunk (the parsed JSON of each chunk or event, or the
+    SDK's object for it). What a chunk holds comes from the model's side: a chunk of the wrong
+    shape is skipped or kept for parsing to refuse, never raised on.
+
+    An adapter's ``stream()`` returns one; ``toolset.stream(provider)`` wraps it so ``calls()``
+    gives resolved ``ToolCall``s.
+    """
+
+    def feed(self, chunk: Any) -> None:
+        """Take the next chunk or event of the stream."""
+        raise NotImplementedError
+
+    def feed_all(self, chunks: Iterable[Any]) -> StreamAccumulator:
+        """Take every chunk of a stream, in order; returns self."""
+        if isinstance(chunks, str | bytes | Mapping) or not isinstance(chunks, Iterable):
+            raise ArgumentError(
+                "a stream is a sequence of chunks (each a parsed JSON object), "
+                f"not {type(chunks).__name__}"
+            )
+        feed = self.feed
+        for chunk in chunks:
+            feed(chunk)
+        return self
+
+    def text(self) -> str:
+        """The text the model streamed so far (its visible answer, not its reasoning)."""
+        return ""
+
+    def finished(self) -> bool:
+        """Whether the stream's finish event arrived (else the stream was cut short)."""
+        return True
+
+    def response(self) -> dict[str, Any]:
+        """The response the non-streaming API would have returned for what was fed."""
+        raise NotImplementedError
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation, in the provider's shape."""
+        raise NotImplementedError
+
+    def raw_calls(self) -> list[RawCall]:
+        """The calls streamed so far, in order. A call whose end did not arrive is returned
+        with ``Malformed`` arguments saying so (never a guess at the rest)."""
+        raise NotImplementedError
+
+
 class Provider:
-    """Base adapter: override what differs for a provider."""
+    """A provider adapter: the protocol every provider implements, built-in or from a pack
+    (public as ``expediter.Provider``; packs register instances through the
+    ``register_providers(register)`` hook). Subclass it and override what differs.
+
+    - ``name``: what users pass as ``provider`` (lower case, ``[a-z0-9][a-z0-9._-]*``).
+    - ``tool`` / ``tools``: the request's tool list; ``parameters``: adapt a JSON Schema to
+      what the provider accepts; ``strict_parameters``: the strict-mode form (raise
+      ``NotStrictable`` when there is none), used when ``supports_strict``.
+    - ``read_calls``: a whole response into ``RawCall``s; ``stream()``: an accumulator for a
+      streamed one (``streaming`` is true when an adapter overrides it).
+    - ``result_messages``: the messages carrying results back.
+    - ``max_name_length`` and ``name_pattern``: the function names the provider accepts.
+    """
 
     name: ClassVar[str] = ""
     #: Whether ``strict=True`` is supported (OpenAI and Anthropic).
     supports_strict: ClassVar[bool] = False
+    #: The longest function name the provider accepts.
+    max_name_length: ClassVar[int] = 64
+    #: The function names the provider accepts (a regular expression, matched whole).
+    name_pattern: ClassVar[str] = r"[a-zA-Z_][a-zA-Z0-9_-]*"
 
     def tool(self, spec: ToolSpec) -> dict[str, Any]:
         """One tool definition in the provider's shape."""
@@ -352,9 +418,23 @@ class Provider:
         """Adapt a schema to what the provider accepts (default: as is)."""
         return schema
 
+    def strict_parameters(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The strict-mode form of a schema (default: OpenAI's and Anthropic's rules); raises
+        ``NotStrictable`` when the schema has none."""
+        return strict_schema(schema)
+
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         """The tool calls in a response, in order."""
         raise NotImplementedError
+
+    def stream(self) -> StreamAccumulator:
+        """A new accumulator for one streamed response."""
+        raise UnknownProvider(f"the {self.name} provider has no stream accumulator")
+
+    @property
+    def streaming(self) -> bool:
+        """Whether this adapter reads streams (it overrides ``stream``)."""
+        return type(self).stream is not Provider.stream
 
     def result_messages(
         self, calls: Sequence[Any], results: Sequence[CallResult | None]
