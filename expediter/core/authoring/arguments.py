@@ -77,17 +77,28 @@ class ArgumentBinder:
         *,
         allow_extra: bool,
         secret_names: frozenset[str] = frozenset(),
+        extra_hint: Any = Any,
+        reserved: frozenset[str] = frozenset(),
     ) -> None:
         self.qualname = qualname
         self.parameters = parameters
         self.allow_extra = allow_extra
         #: Names whose values errors never quote (``Annotated[T, Secret]`` parameters, fields).
         self.secret_names = secret_names
+        #: Names an extra argument may not take: the function's own parameters that the
+        #: model does not fill in (``self``, the ``CallContext``), which ``**kwargs`` would
+        #: pass twice.
+        self.reserved = reserved
         self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
         for parameter in parameters:
             bare, _ = strip_annotated(parameter.hint)
             self._hooks[parameter.name] = (structure_hook(bare), bare)
         self._required = [parameter.name for parameter in parameters if parameter.required]
+        #: How each extra argument's value is checked (``**kwargs: int``), or None for any.
+        self._extra: tuple[Callable[[Any, Any], Any], Any] | None = None
+        bare_extra, _ = strip_annotated(extra_hint)
+        if allow_extra and bare_extra not in (Any, object):
+            self._extra = (structure_hook(bare_extra), bare_extra)
 
     def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """Return ``(declared, extra)`` converted arguments, or raise ArgumentError."""
@@ -114,16 +125,48 @@ class ArgumentBinder:
                 converted[name] = hook(value, hint)
             except Exception as exc:
                 problems.extend(_problems(name, exc, self.secret_names))
-        if extra and not self.allow_extra:
-            raise ArgumentError.unknown(self.qualname, list(extra), hooks)
+        if extra:
+            if not self.allow_extra:
+                raise ArgumentError.unknown(self.qualname, list(extra), hooks)
+            self._check_extra(extra, problems)
         for name in self._required:
             if name not in arguments:
                 problems.append((name, "missing (it is required)"))
         if problems:
-            text = "; ".join(f"argument {path!r}: {message}" for path, message in problems)
+            text = "; ".join(
+                f"argument {path!r}: {message}" for path, message in problems[:_PROBLEMS_SHOWN]
+            )
+            if len(problems) > _PROBLEMS_SHOWN:
+                text += f"; and {len(problems) - _PROBLEMS_SHOWN} more"
             first = re.split(r"[.\[]", problems[0][0], maxsplit=1)[0]
             raise ArgumentError(f"{self.qualname}: {text}", parameter=first)
         return converted, _NO_EXTRA if extra is None else extra
+
+    def _check_extra(self, extra: dict[str, Any], problems: list[tuple[str, str]]) -> None:
+        """Refuse reserved names among the extra arguments; convert their values in place."""
+        for name in extra:
+            if name in self.reserved:
+                raise ArgumentError(
+                    f"{self.qualname}: argument {echo(name, 60)} is not accepted: "
+                    "that parameter is not filled in by the model",
+                    parameter=name,
+                )
+        if self._extra is None:
+            return
+        hook, hint = self._extra
+        for name, value in extra.items():
+            try:
+                extra[name] = hook(value, hint)
+            except Exception as exc:
+                shown = name if len(name) <= ECHO_LIMIT else name[:ECHO_LIMIT] + "..."
+                secret = self.secret_names
+                if shown != name and is_secret_name(name):
+                    secret = secret | {shown}
+                problems.extend(_problems(shown, exc, secret))
+
+
+#: An error lists this many problems at most (a model may send thousands of bad arguments).
+_PROBLEMS_SHOWN = 20
 
 
 #: Splits an error path (``address.zip``, ``items[2]``, ``scores['bob']``) into its names.

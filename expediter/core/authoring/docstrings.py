@@ -1,51 +1,60 @@
-"""Read a Google-style docstring: its summary and the per-argument descriptions under ``Args:``."""
+"""Read a docstring's summary and per-argument descriptions, in Google, Sphinx/reST, NumPy (or
+epydoc) style, with ``docstring-parser``."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+if TYPE_CHECKING:
+    from docstring_parser import Docstring as Parsed
+
 __all__ = ["Docstring", "parse_docstring"]
 
-_ARG_SECTIONS = frozenset(
-    {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
+#: Longer docstrings are read up to here (the parsers' patterns are not linear on every input).
+_LIMIT = 32_000
+#: Meta entries that describe an argument (``:param x:``, ``Args:``, NumPy's ``Other
+#: Parameters``); ``attribute`` and the rest are not arguments.
+_ARGUMENT_KEYS = frozenset(
+    {"param", "parameter", "arg", "argument", "key", "keyword", "other_param"}
 )
-# Only Google style's own section names start a section; "Search by one of:" is prose.
-_SECTIONS = _ARG_SECTIONS | {
-    "attributes",
-    "example",
-    "examples",
-    "note",
-    "notes",
-    "other parameters",
-    "raises",
-    "exceptions",
-    "references",
-    "return",
-    "returns",
-    "see also",
-    "todo",
-    "warning",
-    "warnings",
-    "yield",
-    "yields",
-    "methods",
-}
-_SECTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z ]*):\s*$")
-
-
-def _section(line: str) -> str | None:
-    match = _SECTION.match(line)
-    if match is None:
-        return None
-    name = match.group("name").strip().lower()
-    return name if name in _SECTIONS else None
-
-
-# "name: text", "name (type): text", "*args: text", "**kwargs (dict): text"
-_ARG_LINE = re.compile(r"^\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:\s*(?P<text>.*)$")
+#: Google style's section names (any case): the argument sections, then the others, which
+#: end the summary and an argument section but describe no argument.
+_GOOGLE_ARGUMENTS = (
+    "Args",
+    "Arguments",
+    "Parameters",
+    "Params",
+    "Keyword Args",
+    "Keyword Arguments",
+)
+_GOOGLE_OTHERS = (
+    "Attributes",
+    "Example",
+    "Examples",
+    "Exceptions",
+    "Methods",
+    "Note",
+    "Notes",
+    "Other Parameters",
+    "Raises",
+    "References",
+    "Return",
+    "Returns",
+    "See Also",
+    "Todo",
+    "Warning",
+    "Warnings",
+    "Yield",
+    "Yields",
+)
+_GOOGLE_TITLE = re.compile(
+    r"^(?:" + "|".join(_GOOGLE_ARGUMENTS + _GOOGLE_OTHERS) + r"):\s*$", re.IGNORECASE
+)
 
 
 @attrs.frozen
@@ -56,43 +65,124 @@ class Docstring:
     arguments: dict[str, str] = attrs.field(factory=dict)
 
 
-def _join(lines: list[str]) -> str:
-    return " ".join(line.strip() for line in lines if line.strip())
+def _join(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _first_paragraph(text: str) -> str:
+    return _join(text.strip().split("\n\n", 1)[0]) if text.strip() else ""
+
+
+def _clean(doc: str) -> str:
+    """``inspect.cleandoc``, except that a docstring opening with a Google section header
+    (``\"\"\"Args:``) keeps its entries indented under it (cleandoc dedents them to the
+    header's column when nothing else is at that column)."""
+    text = inspect.cleandoc(doc[:_LIMIT])
+    first, _, rest = text.partition("\n")
+    if _GOOGLE_TITLE.match(first) and rest:
+        lines = rest.splitlines()
+        if not any(line[:1].strip() and _GOOGLE_TITLE.match(line) for line in lines):
+            text = (
+                first + "\n" + "\n".join("    " + line if line.strip() else line for line in lines)
+            )
+    return text
 
 
 def parse_docstring(doc: str | None) -> Docstring:
-    """Return the summary (first paragraph) and the ``Args:`` descriptions of a docstring."""
-    if not doc:
+    """Return the summary (first paragraph) and the per-argument descriptions of a docstring
+    in any of the common styles."""
+    if not doc or not doc.strip():
         return Docstring()
-    lines = inspect.cleandoc(doc).splitlines()
+    text = _clean(doc)
+    if ":" not in text and "@" not in text and "---" not in text:
+        # No style can have a section here: the summary is all there is (and the parser, a
+        # 50 ms import, is not needed; Toolbox classes read their docstrings at definition).
+        return Docstring(summary=_first_paragraph(text))
+    parsed = _best_parse("\n" + text)  # the leading newline keeps cleandoc from re-indenting
+    if parsed is None:
+        return Docstring(summary=_first_paragraph(text))
+    return Docstring(summary=_summary(parsed), arguments=_arguments(parsed))
 
-    summary: list[str] = []
-    index = 0
-    while index < len(lines) and lines[index].strip() and _section(lines[index]) is None:
-        summary.append(lines[index])
-        index += 1
 
+def _summary(parsed: Parsed) -> str:
+    short = parsed.short_description or ""
+    long = parsed.long_description or ""
+    if parsed.blank_after_short_description or not long:
+        return _first_paragraph(short)
+    return _first_paragraph(short + "\n" + long)
+
+
+def _arguments(parsed: Parsed) -> dict[str, str]:
     arguments: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    base_indent = 0
-    for line in lines[index:]:
-        if not line.strip():
+    for param in parsed.params:
+        if not param.args or param.args[0] not in _ARGUMENT_KEYS:
             continue
-        indent = len(line) - len(line.lstrip())
-        header = _section(line) if indent == 0 else None
-        if header is not None:
-            section = header
-            current = None
-            base_indent = 0
+        description = _join(param.description or "")
+        # NumPy documents several at once (``x, y : int``); ``*args`` is named ``args``.
+        for name in (part.strip().lstrip("*") for part in param.arg_name.split(",")):
+            if name.isidentifier():
+                arguments[name] = description
+    return arguments
+
+
+def _best_parse(text: str) -> Parsed | None:
+    """The parse, among the styles, that finds the most arguments (then the most sections;
+    Google first on a tie)."""
+    from docstring_parser import epydoc, numpydoc, rest
+
+    best: Parsed | None = None
+    best_score = (-1, -1)
+    for parse, marker in (
+        (_google().parse, ""),
+        (rest.parse, ":"),
+        (numpydoc.parse, ""),
+        (epydoc.parse, "@"),
+    ):
+        try:
+            parsed = parse(text)
+        except Exception:  # a style that does not fit this docstring
+            if not marker:
+                continue
+            try:
+                parsed = parse(_without_malformed_fields(text, marker, parse))
+            except Exception:
+                continue
+        found = sum(
+            1 for param in parsed.params if param.args[:1] and param.args[0] in _ARGUMENT_KEYS
+        )
+        score = (found, len(parsed.meta))
+        if score > best_score:
+            best, best_score = parsed, score
+    return best
+
+
+def _without_malformed_fields(text: str, marker: str, parse: Any) -> str:
+    """``text`` with each field its parser refuses (``:param:`` without a name, a field cut
+    off by the length limit) renamed to a field that describes no argument: one bad field
+    makes these parsers drop every other one."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if not line.startswith(marker):
             continue
-        if section not in _ARG_SECTIONS:
-            continue
-        match = _ARG_LINE.match(line.strip())
-        if match and (current is None or indent <= base_indent):
-            current = match.group("name")
-            base_indent = indent
-            arguments[current] = match.group("text").strip()
-        elif current is not None:
-            arguments[current] = _join([arguments[current], line])
-    return Docstring(summary=_join(summary), arguments=arguments)
+        try:
+            # A field line without its closing colon would take one from a later line.
+            well_formed = ":" in line[1:] and parse(line) is not None
+        except Exception:
+            well_formed = False
+        if not well_formed:
+            lines[index] = f"{marker}malformed: {line[1:]}"
+    return "\n".join(lines)
+
+
+@functools.cache
+def _google() -> Any:
+    """A Google-style parser that knows every section name, in any case (built once)."""
+    from docstring_parser.google import GoogleParser, Section, SectionType
+
+    sections: list[Any] = []
+    for titles, key in ((_GOOGLE_ARGUMENTS, "param"), (_GOOGLE_OTHERS, "other")):
+        kind = SectionType.MULTIPLE if key == "param" else SectionType.SINGULAR
+        for title in titles:
+            spellings = (title, title.lower(), title.upper(), title.capitalize())
+            sections.extend(Section(spelling, key, kind) for spelling in dict.fromkeys(spellings))
+    return GoogleParser(sections)

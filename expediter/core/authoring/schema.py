@@ -260,15 +260,20 @@ def schema_for(
     *,
     where: str,
     allow_extra: bool = False,
+    extra_hint: Any = Any,
 ) -> dict[str, Any]:
     """Return an object schema for ``(name, hint, default, description)`` parameters.
 
     A parameter whose default is ``inspect.Parameter.empty`` is required; one marked
-    ``Secret`` is ``"writeOnly": true``.
+    ``Secret`` is ``"writeOnly": true``. With ``allow_extra``, undeclared keys are accepted,
+    their values of type ``extra_hint`` (a ``**kwargs: T`` annotation; ``Any``: any value).
     """
     import inspect
 
     builder = _Builder()
+    extra: bool | dict[str, Any] = allow_extra
+    if allow_extra and strip_annotated(extra_hint)[0] not in (Any, typing.Any, object):
+        extra = builder.build(extra_hint, f"{where}: the values of **kwargs")
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, hint, default, description in parameters:
@@ -287,7 +292,7 @@ def schema_for(
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
-    schema["additionalProperties"] = allow_extra
+    schema["additionalProperties"] = extra
     if builder.defs:
         schema["$defs"] = builder.defs
     return schema

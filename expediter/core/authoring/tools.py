@@ -14,7 +14,7 @@ import attrs
 
 from expediter.core.authoring.arguments import ArgumentBinder, Parameter
 from expediter.core.authoring.docstrings import parse_docstring
-from expediter.core.authoring.schema import schema_for, strip_annotated
+from expediter.core.authoring.schema import marks_secret, schema_for, strip_annotated
 from expediter.core.records.redaction import write_only_names
 from expediter.errors import ActionNotFound, SchemaError
 from expediter.hookspecs import TOOL_HOOKS, hookimpl
@@ -41,6 +41,43 @@ def _is_context(hint: Any) -> bool:
 
 
 @attrs.frozen
+class _Positional:
+    """How a function whose parameters are not all passable by keyword is called: which
+    arguments go by position (``func(*positional, *var_args, **keywords)``)."""
+
+    #: The parameters that may go by position, in order: the positional-only ones, then,
+    #: when there is a ``*args``, the ordinary ones before it.
+    names: tuple[str, ...]
+    #: Their defaults (``inspect.Parameter.empty`` for none), filled in for an omitted one
+    #: that a later positional argument needs.
+    defaults: tuple[Any, ...]
+    #: How many of ``names`` are positional-only (always passed by position).
+    always: int
+    #: The ``*args`` parameter (an array property), if any.
+    var_positional: str | None
+
+    def split(self, declared: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Take the positional arguments out of ``declared`` (changed in place)."""
+        var_values = declared.pop(self.var_positional, ()) if self.var_positional else ()
+        # With values for *args, every parameter before it must go by position; without,
+        # only the positional-only ones, up to the last one given.
+        count = len(self.names) if var_values else self.always
+        names = self.names
+        last = -1
+        for index in range(count):
+            if names[index] in declared:
+                last = index
+        if var_values:
+            last = count - 1
+        positional = [
+            declared.pop(names[index]) if names[index] in declared else self.defaults[index]
+            for index in range(last + 1)
+        ]
+        positional.extend(var_values)
+        return positional, declared
+
+
+@attrs.frozen
 class ActionSpec:
     """One Python callable as an action: its schema and how to call it with model arguments."""
 
@@ -52,6 +89,10 @@ class ActionSpec:
     binder: ArgumentBinder
     context_parameter: str | None
     is_async: bool
+    #: For positional-only parameters and ``*args``: what goes by position (else None).
+    positional: _Positional | None = None
+    #: Whether the Toolbox instance is passed first (not for a staticmethod or classmethod).
+    takes_owner: bool = False
 
     @classmethod
     def from_function(
@@ -72,28 +113,52 @@ class ActionSpec:
         doc = parse_docstring(func.__doc__)
         signature = inspect.signature(func)
         items = list(signature.parameters.values())
-        if method:
+        reserved: set[str] = set()
+        if method and items:
+            reserved.add(items[0].name)
             items = items[1:]
+        bound_to = getattr(func, "__func__", None)
+        if inspect.ismethod(func) and bound_to is not None:
+            # A classmethod, already bound: its ``cls`` is not in the signature, but a
+            # ``**kwargs`` key of that name would still reach it twice.
+            reserved.update(list(inspect.signature(bound_to).parameters)[:1])
         params: list[Parameter] = []
         described: list[tuple[str, Any, Any, str | None]] = []
         context_parameter = None
         allow_extra = False
+        extra_hint: Any = Any
+        by_position: list[inspect.Parameter] = []
+        var_positional = None
         for item in items:
             hint = hints.get(item.name, Any)
             if item.kind is inspect.Parameter.VAR_KEYWORD:
-                allow_extra = True
+                if marks_secret(hint):
+                    raise SchemaError(
+                        f"{qualname}: **{item.name} cannot be Secret (an undeclared argument "
+                        "has no name to hide it by); declare each secret as a parameter"
+                    )
+                allow_extra, extra_hint = True, hint
                 continue
-            if item.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
-                raise SchemaError(
-                    f"{qualname}: parameter {item.name!r} must be passable by keyword "
-                    "(no *args and no positional-only parameters in a tool)"
-                )
+            if item.kind in (
+                inspect.Parameter.POSITIONAL_ONLY,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            ):
+                by_position.append(item)
             if _is_context(hint):
                 context_parameter = item.name
+                reserved.add(item.name)
                 continue
-            params.append(Parameter(item.name, hint, item.default))
-            described.append((item.name, hint, item.default, doc.arguments.get(item.name)))
-        schema = schema_for(described, where=qualname, allow_extra=allow_extra)
+            default = shown_default = item.default
+            if item.kind is inspect.Parameter.VAR_POSITIONAL:
+                # ``*args: T`` is an array property named after the parameter, empty unless
+                # given.
+                var_positional = item.name
+                hint, default, shown_default = list[hint], (), []  # type: ignore[valid-type]
+            params.append(Parameter(item.name, hint, default))
+            described.append((item.name, hint, shown_default, doc.arguments.get(item.name)))
+        schema = schema_for(
+            described, where=qualname, allow_extra=allow_extra, extra_hint=extra_hint
+        )
         return cls(
             name=name,
             func=func,
@@ -101,10 +166,17 @@ class ActionSpec:
             require_approval=require_approval,
             parameters=schema,
             binder=ArgumentBinder(
-                name, params, allow_extra=allow_extra, secret_names=write_only_names(schema)
+                name,
+                params,
+                allow_extra=allow_extra,
+                secret_names=write_only_names(schema),
+                extra_hint=extra_hint,
+                reserved=frozenset(reserved),
             ),
             context_parameter=context_parameter,
             is_async=inspect.iscoroutinefunction(func),
+            positional=_positional(by_position, var_positional),
+            takes_owner=method,
         )
 
     def to_action(self) -> Action:
@@ -123,9 +195,31 @@ class ActionSpec:
         declared, extra = self.binder.bind(arguments)
         if self.context_parameter is not None:
             declared[self.context_parameter] = context
+        if not self.takes_owner:
+            owner = None
+        if self.positional is not None:
+            positional, declared = self.positional.split(declared)
+            if owner is None:
+                return self.func(*positional, **declared, **extra)
+            return self.func(owner, *positional, **declared, **extra)
         if owner is None:
             return self.func(**declared, **extra)
         return self.func(owner, **declared, **extra)
+
+
+def _positional(items: list[inspect.Parameter], var_positional: str | None) -> _Positional | None:
+    """What goes by position, or None when everything may go by keyword (the fast path)."""
+    always = sum(1 for item in items if item.kind is inspect.Parameter.POSITIONAL_ONLY)
+    if not always and var_positional is None:
+        return None
+    if var_positional is None:
+        items = items[:always]
+    return _Positional(
+        tuple(item.name for item in items),
+        tuple(item.default for item in items),
+        always,
+        var_positional,
+    )
 
 
 @attrs.frozen
@@ -379,15 +473,19 @@ def _collect_actions(cls: type) -> Iterable[tuple[str, ActionSpec]]:
     for klass in reversed(cls.__mro__):
         for key, attribute in vars(klass).items():
             options = getattr(attribute, _ACTION_MARK, None)
+            if options is None and isinstance(attribute, (staticmethod, classmethod)):
+                options = getattr(attribute.__func__, _ACTION_MARK, None)  # @action inside
             if not isinstance(options, _ActionOptions):
                 continue
             name = options.name or attribute.__name__
-            # An override without @action stays the action: call what the class resolves.
+            # An override without @action stays the action: call what the class resolves
+            # (a staticmethod's function, a classmethod bound to the class: no instance).
+            resolved = inspect.getattr_static(cls, key)
             seen[name] = ActionSpec.from_function(
                 getattr(cls, key),
                 name=name,
                 description=options.description,
                 require_approval=options.require_approval,
-                method=True,
+                method=not isinstance(resolved, (staticmethod, classmethod)),
             )
     return seen.items()

@@ -1,10 +1,16 @@
-"""Google-style docstrings (``core/docstrings.py``): the summary and the ``Args:`` descriptions."""
+"""Docstrings (``core/authoring/docstrings.py``): the summary and the per-argument descriptions,
+in Google, Sphinx/reST, NumPy and epydoc style."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import expediter
@@ -365,3 +371,321 @@ def test_one_line_record_docstring_is_its_description() -> None:
         return None
 
     assert book.spec.parameters["$defs"]["Slot"]["description"] == "A bookable slot."
+
+
+# -- Sphinx/reST, NumPy and epydoc styles (docstring-parser) ------------------------------------
+
+REST = """Convert an amount between two currencies
+using today's rate.
+
+More detail that is not part of the summary.
+
+:param amount: How much to convert.
+:type amount: float
+:param str source: The ISO code to convert from,
+    e.g. "EUR"; continuation lines are joined.
+:param target: The ISO code to convert to.
+:keyword rounding: Decimal places.
+:returns: The converted amount.
+:rtype: float
+:raises ValueError: on an unknown currency.
+"""
+
+NUMPY = """Convert an amount between two currencies
+using today's rate.
+
+More detail that is not part of the summary.
+
+Parameters
+----------
+amount : float
+    How much to convert.
+source : str
+    The ISO code to convert from,
+    e.g. "EUR"; continuation lines are joined.
+target, fallback : str, optional
+    The ISO code to convert to.
+*args
+    Ignored positional values.
+
+Other Parameters
+----------------
+rounding : int
+    Decimal places.
+
+Returns
+-------
+float
+    The converted amount.
+
+Raises
+------
+ValueError
+    On an unknown currency.
+"""
+
+EPYDOC = """Convert an amount between two currencies
+using today's rate.
+
+@param amount: How much to convert.
+@type amount: float
+@param source: The ISO code to convert from,
+    e.g. "EUR"; continuation lines are joined.
+@return: The converted amount.
+"""
+
+_SUMMARY = "Convert an amount between two currencies using today's rate."
+_SOURCE = 'The ISO code to convert from, e.g. "EUR"; continuation lines are joined.'
+
+
+def test_sphinx_rest_docstring_gives_per_argument_descriptions() -> None:
+    assert parse_docstring(REST) == Docstring(
+        summary=_SUMMARY,
+        arguments={
+            "amount": "How much to convert.",
+            "source": _SOURCE,
+            "target": "The ISO code to convert to.",
+            "rounding": "Decimal places.",
+        },
+    )
+
+
+def test_numpy_docstring_gives_per_argument_descriptions() -> None:
+    assert parse_docstring(NUMPY) == Docstring(
+        summary=_SUMMARY,
+        arguments={
+            "amount": "How much to convert.",
+            "source": _SOURCE,
+            "target": "The ISO code to convert to.",
+            "fallback": "The ISO code to convert to.",
+            "args": "Ignored positional values.",
+            "rounding": "Decimal places.",
+        },
+    )
+
+
+def test_epydoc_docstring_gives_per_argument_descriptions() -> None:
+    assert parse_docstring(EPYDOC) == Docstring(
+        summary=_SUMMARY,
+        arguments={"amount": "How much to convert.", "source": _SOURCE},
+    )
+
+
+def test_google_attributes_are_not_arguments_in_any_style() -> None:
+    numpy = "Do it.\n\nAttributes\n----------\nx : int\n    Not one.\n"
+    assert parse_docstring(numpy) == Docstring(summary="Do it.", arguments={})
+    rest = "Do it.\n\n:ivar x: Not one.\n:param y: The y.\n"
+    assert parse_docstring(rest) == Docstring(summary="Do it.", arguments={"y": "The y."})
+
+
+def test_docstring_opening_with_a_section_in_source_keeps_its_entries() -> None:
+    def locate(city: str, country: str) -> str:
+        """Args:
+        city: Where.
+        country: Which country.
+        """
+        return city
+
+    assert parse_docstring(locate.__doc__) == Docstring(
+        summary="", arguments={"city": "Where.", "country": "Which country."}
+    )
+
+
+def test_a_huge_docstring_is_read_only_up_to_a_limit_and_quickly() -> None:
+    doc = "Do it.\n\nArgs:\n    x: " + "word (" * 200_000 + "\n"
+    parsed = parse_docstring(doc)
+    assert parsed.summary == "Do it."
+
+
+def test_sphinx_function_gives_schema_descriptions() -> None:
+    @expediter.tool
+    def convert(amount: float, source: str, target: str = "USD") -> float:
+        """Convert an amount.
+
+        :param amount: How much to convert.
+        :param source: The ISO code to convert from.
+        :param target: The ISO code to convert to.
+        """
+        return amount
+
+    properties = convert.spec.parameters["properties"]
+    assert convert.spec.description == "Convert an amount."
+    assert properties["amount"]["description"] == "How much to convert."
+    assert properties["source"]["description"] == "The ISO code to convert from."
+    assert properties["target"]["description"] == "The ISO code to convert to."
+
+
+def test_numpy_toolbox_action_gives_schema_descriptions() -> None:
+    class Converter(Toolbox):
+        @expediter.action
+        def convert(self, amount: float, source: str) -> float:
+            """Convert an amount.
+
+            Parameters
+            ----------
+            amount : float
+                How much to convert.
+            source : str
+                The ISO code to convert from.
+            """
+            return amount
+
+    [action] = Converter().get_actions_metadata(CallContext())
+    assert action.description == "Convert an amount."
+    assert action.parameters["properties"] == {
+        "amount": {"type": "number", "description": "How much to convert."},
+        "source": {"type": "string", "description": "The ISO code to convert from."},
+    }
+
+
+# -- any style round trips ----------------------------------------------------------------------
+
+
+def _google_section(entries: dict[str, list[str]], typed: bool) -> list[str]:
+    lines = ["Args:"]
+    for name, (first, *rest) in entries.items():
+        lines.append(f"    {name}{' (int)' if typed else ''}: {first}")
+        lines.extend(f"        {more}" for more in rest)
+    return lines
+
+
+def _rest_section(entries: dict[str, list[str]], typed: bool) -> list[str]:
+    lines = []
+    for name, (first, *rest) in entries.items():
+        lines.append(f":param {'int ' if typed else ''}{name}: {first}")
+        lines.extend(f"    {more}" for more in rest)
+        if typed:
+            lines.append(f":type {name}: int")
+    return lines
+
+
+def _numpy_section(entries: dict[str, list[str]], typed: bool) -> list[str]:
+    lines = ["Parameters", "----------"]
+    for name, texts in entries.items():
+        lines.append(f"{name} : int" if typed else name)
+        lines.extend(f"    {text}" for text in texts)
+    return lines
+
+
+_STYLES = {"google": _google_section, "rest": _rest_section, "numpy": _numpy_section}
+_RETURNS = {
+    "google": ["Returns:", "    int: a value."],
+    "rest": [":returns: a value."],
+    "numpy": ["Returns", "-------", "int", "    A value."],
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    style=st.sampled_from(sorted(_STYLES)),
+    summary=st.lists(_SENTENCE, min_size=1, max_size=3),
+    entries=st.dictionaries(
+        _NAME.filter(lambda name: name.isidentifier()),
+        st.lists(_SENTENCE, min_size=1, max_size=3),
+        min_size=1,
+        max_size=5,
+    ),
+    typed=st.booleans(),
+    returns=st.booleans(),
+    indent=st.sampled_from(["", "    ", "        "]),
+)
+def test_every_style_round_trips_summary_and_argument_descriptions(
+    style: str,
+    summary: list[str],
+    entries: dict[str, list[str]],
+    typed: bool,
+    returns: bool,
+    indent: str,
+) -> None:
+    lines = [*summary, "", *_STYLES[style](entries, typed)]
+    if returns:
+        lines += ["", *_RETURNS[style]]
+    # As written in source: every line after the first indented like the function body.
+    doc = lines[0] + "\n" + "\n".join(indent + line if line else "" for line in lines[1:])
+    parsed = parse_docstring(doc + "\n" + indent)
+    assert parsed.summary == " ".join(summary)
+    assert parsed.arguments == {name: " ".join(texts) for name, texts in entries.items()}
+
+
+def test_parsing_imports_docstring_parser_only_when_a_docstring_can_have_sections() -> None:
+    probe = (
+        "import sys\n"
+        "from expediter.core.authoring.docstrings import parse_docstring\n"
+        "assert parse_docstring('Keep short notes.\\n\\nIn memory only.').summary\n"
+        "assert 'docstring_parser' not in sys.modules\n"
+        "assert parse_docstring('Do it.\\n\\n:param x: The x.').arguments == {'x': 'The x.'}\n"
+        "assert 'docstring_parser' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+_PACK = '''
+import expediter
+
+
+@expediter.tool
+def convert(amount: float) -> float:
+    """Convert an amount.
+
+    Args:
+        amount: How much.
+    """
+    return amount
+'''
+
+_TOOLS_LIST = """
+import json, sys
+from expediter.cli import main
+sys.argv = ['expediter', 'tools', 'list', '--json']
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_help_and_a_warm_tools_list_do_not_import_docstring_parser(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "money.py").write_text(_PACK, encoding="utf-8")
+    env = {**os.environ, "EXPEDITER_TOOLS_PATH": str(tools)}
+
+    def modules(code: str) -> set[str]:
+        output = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+        ).stdout
+        return set(json.loads(output.splitlines()[-1]))
+
+    help_probe = _TOOLS_LIST.replace("'tools', 'list', '--json'", "'--help'")
+    modules(_TOOLS_LIST)  # cold: discovers the pack and writes the manifest
+    assert "docstring_parser" not in modules(help_probe)
+    warm = modules(_TOOLS_LIST)
+    assert "docstring_parser" not in warm
+    assert not [name for name in warm if name.startswith("_expediter_tools_")]
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "Do it.\n\n:param: The nameless one.\n:param x: The x.\n:param y: The y.\n",
+        "Do it.\n\n:param x: The x.\n:param a b c: Too many names.\n:param y: The y.\n",
+        "Do it.\n\n:param x: The x.\n:returns int value: Too many names.\n:param y: The y.\n",
+        "Do it.\n\n:param x: The x.\n:param y: The y.\n:param z",
+        "Do it.\n\n@param x: The x.\n@param y: The y.\n@param: The nameless one.\n",
+        "Do it.\n\n@param x: The x.\n@param y: The y.\n@param z",
+    ],
+)
+def test_one_malformed_field_does_not_lose_the_other_arguments(doc: str) -> None:
+    assert parse_docstring(doc) == Docstring(
+        summary="Do it.", arguments={"x": "The x.", "y": "The y."}
+    )
+
+
+@pytest.mark.parametrize("field", [":param {name}: Argument {name}.", "@param {name}: Arg {name}."])
+def test_a_field_list_cut_at_the_length_limit_keeps_the_fields_before_the_cut(field: str) -> None:
+    lines = [field.format(name=f"p{index}") for index in range(3000)]
+    parsed = parse_docstring("Do it.\n\n" + "\n".join(lines) + "\n")
+    assert parsed.summary == "Do it."
+    assert parsed.arguments["p0"] == field.format(name="p0").partition(": ")[2]
+    assert len(parsed.arguments) > 100

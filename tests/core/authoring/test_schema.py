@@ -110,7 +110,10 @@ def _toolbox_parameters(func: Callable[..., Any]) -> dict[str, Any]:
 
     # A method with the same signature as ``func`` plus ``self``.
     signature = inspect.signature(func)
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    only = inspect.Parameter.POSITIONAL_ONLY
+    kinds = [parameter.kind for parameter in signature.parameters.values()]
+    self_kind = only if only in kinds else inspect.Parameter.POSITIONAL_OR_KEYWORD
+    self_parameter = inspect.Parameter("self", self_kind)
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[self_parameter, *signature.parameters.values()]
     )
@@ -683,30 +686,90 @@ def test_var_keyword_allows_additional_properties(
     }
 
 
-def test_var_positional_is_rejected() -> None:
+def test_var_keyword_keeps_its_value_type(
+    parameters_of: Callable[[Callable[..., Any]], dict[str, Any]],
+) -> None:
+    def tally(name: str, **counts: int) -> int:
+        return sum(counts.values())
+
+    assert parameters_of(tally) == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+        "additionalProperties": {"type": "integer"},
+    }
+
+
+def test_var_keyword_value_type_may_be_a_record_or_annotated() -> None:
+    def book(**slots: Annotated[Address | None, "Where."]) -> None:
+        return None
+
+    schema = _tool_parameters(book)
+    assert schema["additionalProperties"] == {
+        "anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}],
+        "description": "Where.",
+    }
+    assert schema["$defs"] == {"Address": ADDRESS_DEF}
+
+
+def test_secret_var_keyword_is_a_schema_error() -> None:
+    def login(**tokens: Annotated[str, expediter.Secret]) -> None:
+        return None
+
+    with pytest.raises(SchemaError, match=r"\*\*tokens cannot be Secret"):
+        _ = expediter.tool(login).spec
+
+
+def test_var_positional_is_an_optional_array_property_named_after_it(
+    parameters_of: Callable[[Callable[..., Any]], dict[str, Any]],
+) -> None:
     def add(*numbers: int) -> int:
+        """Add numbers.
+
+        Args:
+            *numbers: The numbers to add.
+        """
         return sum(numbers)
 
-    with pytest.raises(SchemaError, match=r"parameter 'numbers' must be passable by keyword"):
-        _ = expediter.tool(add).spec
+    assert parameters_of(add) == {
+        "type": "object",
+        "properties": {
+            "numbers": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "The numbers to add.",
+                "default": [],
+            }
+        },
+        "additionalProperties": False,
+    }
 
 
-def test_positional_only_parameter_is_rejected() -> None:
-    def square(x: int, /) -> int:
-        return x * x
+def test_unannotated_var_positional_takes_any_items() -> None:
+    def collect(*things):  # type: ignore[no-untyped-def]
+        return things
 
-    with pytest.raises(SchemaError, match=r"parameter 'x' must be passable by keyword"):
-        _ = expediter.tool(square).spec
+    assert _tool_parameters(collect)["properties"] == {
+        "things": {"type": "array", "items": {}, "default": []}
+    }
 
 
-def test_var_positional_on_a_toolbox_action_is_rejected() -> None:
-    class Adder(Toolbox):
-        @expediter.action
-        def add(self, *numbers: int) -> int:
-            return sum(numbers)
+def test_positional_only_parameters_are_ordinary_named_properties(
+    parameters_of: Callable[[Callable[..., Any]], dict[str, Any]],
+) -> None:
+    def power(base: int, exponent: int = 2, /, *, modulo: int | None = None) -> int:
+        return pow(base, exponent, modulo)
 
-    with pytest.raises(SchemaError, match=r"parameter 'numbers'"):
-        Adder().get_actions_metadata(CallContext())
+    assert parameters_of(power) == {
+        "type": "object",
+        "properties": {
+            "base": {"type": "integer"},
+            "exponent": {"type": "integer", "default": 2},
+            "modulo": {"type": ["integer", "null"], "default": None},
+        },
+        "required": ["base"],
+        "additionalProperties": False,
+    }
 
 
 # -- unsupported hints ----------------------------------------------------------------------------

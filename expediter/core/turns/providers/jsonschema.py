@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from expediter.hookspecs.tool import Action
 
@@ -184,21 +185,38 @@ def _nullable(schema: Schema) -> Schema:
     return wrapped
 
 
+#: Keywords that only annotate: a copy may drop or override them without changing what is valid.
+_ANNOTATIONS = frozenset(
+    {"description", "title", "$comment", "examples", "deprecated", "readOnly", "writeOnly"}
+)
+#: How deep a strict schema may nest, and how many nodes inlining may produce: a schema
+#: beyond either (a hostile remote server's) is offered non-strict instead.
+_STRICT_DEPTH = 64
+_STRICT_NODES = 20_000
+#: How many JSON values (enum entries included) inlining may copy in all: a large target
+#: referenced from many places would otherwise multiply into a schema no provider takes.
+_STRICT_VALUES = 500_000
+#: Keywords whose value may be a boolean in strict output (``true`` on an object is refused
+#: where objects are closed).
+_BOOLEAN_ALLOWED = frozenset(
+    {"additionalProperties", "additionalItems", "unevaluatedItems", "unevaluatedProperties"}
+)
+
+
 def strict_schema(schema: Schema) -> Schema:
     """OpenAI/Anthropic strict mode: closed objects, every property required, optional ones
     nullable. Raises NotStrictable when the schema has free-form objects."""
+    _check_input(schema)
     result: Schema = copy.deepcopy(schema)
+    # First make every node plain (no ``allOf``, no ``$ref`` beside other keywords, objects
+    # typed), then close the objects: wrapping an optional property in ``anyOf`` must see
+    # the merged schema, not an ``allOf`` still to merge.
+    _Normalizer(schema).normalize(result, (_pointer_key("#"),), 0)
 
     def close(node: Schema) -> None:
-        reference = node.get("$ref")
-        if isinstance(reference, str) and len(node) > 1:
-            # Strict mode allows no keywords beside a $ref: inline the definition instead.
-            target = _resolve({"$ref": reference}, result)
-            if "$ref" not in target:
-                siblings = {key: value for key, value in node.items() if key != "$ref"}
-                node.clear()
-                node.update(copy.deepcopy(target))
-                node.update(siblings)
+        if "$ref" in node:
+            _check_reference(node["$ref"], result)
+        _check_subschemas(node)
         node.pop("default", None)
         node.pop("uniqueItems", None)
         kind = node.get("type")
@@ -210,7 +228,10 @@ def strict_schema(schema: Schema) -> Schema:
         properties = node.get("properties")
         if not isinstance(properties, dict):
             raise NotStrictable("an object without declared properties")
-        required = set(node.get("required", []))
+        required = node.get("required", [])
+        if type(required) is not list or not all(isinstance(name, str) for name in required):
+            raise NotStrictable("an object whose required is not a list of property names")
+        required = set(required)
         for name, child in list(properties.items()):
             if name not in required and isinstance(child, dict):
                 properties[name] = _nullable(child)
@@ -219,6 +240,247 @@ def strict_schema(schema: Schema) -> Schema:
 
     walk(result, close)
     return result
+
+
+class _Normalizer:
+    """Rewrites a schema, in place, into the plain form strict mode accepts: a single-entry
+    ``allOf`` merged into its parent, a ``$ref`` beside other keywords inlined (a recursive
+    one left bare), every node with ``properties`` typed ``object``."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        #: References resolve against the input, never against a half-rewritten copy.
+        self.root = root
+        self.budget = _STRICT_NODES
+        self.values = _STRICT_VALUES
+
+    def normalize(self, node: Schema, chain: tuple[str, ...], depth: int) -> None:
+        """Rewrite ``node`` and everything under it; ``chain`` holds the references being
+        inlined around it (a reference back into the chain is recursive)."""
+        self.budget -= 1
+        if self.budget < 0:
+            raise NotStrictable("inlining its $refs makes the schema too large")
+        if depth > _STRICT_DEPTH:
+            raise NotStrictable(f"the schema nests deeper than {_STRICT_DEPTH} levels")
+        while True:
+            if "allOf" in node:
+                self.merge_all_of(node)
+            reference = node.get("$ref")
+            if not isinstance(reference, str) or len(node) == 1:
+                break
+            key = _pointer_key(reference)
+            if key in chain:
+                self.leave_bare(node, reference)
+                break
+            self.inline(node, reference)
+            chain = (*chain, key)
+        if "properties" in node and "type" not in node:
+            node["type"] = "object"
+        for name in _SCHEMA_MAPS:
+            children = node.get(name)
+            if isinstance(children, dict):
+                for child_name, child in children.items():
+                    if isinstance(child, dict):
+                        inner = chain
+                        if name in ("$defs", "definitions") and depth == 0:
+                            inner = (*chain, _pointer_key(f"#/{name}/{_escape(child_name)}"))
+                        self.normalize(child, inner, depth + 1)
+        for name in _SCHEMA_LISTS:
+            children = node.get(name)
+            if isinstance(children, list):
+                for child in children:
+                    if isinstance(child, dict):
+                        self.normalize(child, chain, depth + 1)
+        for name in _SCHEMA_VALUES:
+            child = node.get(name)
+            if isinstance(child, dict):
+                self.normalize(child, chain, depth + 1)
+
+    def merge_all_of(self, node: Schema) -> None:
+        """Merge a single-entry ``allOf`` into ``node`` (strict mode has no ``allOf``)."""
+        entries = node["allOf"]
+        if not isinstance(entries, list) or len(entries) != 1:
+            raise NotStrictable("an allOf of several schemas (strict mode has no allOf)")
+        del node["allOf"]
+        entry = entries[0]
+        if entry is True:
+            return
+        if not isinstance(entry, dict):
+            raise NotStrictable("an allOf that admits nothing")
+        _refuse_reopening(entry, node, "an allOf")
+        for key, value in entry.items():
+            if key not in node:
+                node[key] = value
+            elif key == "properties" and isinstance(value, dict):
+                properties = node[key]
+                if not isinstance(properties, dict):
+                    raise NotStrictable("an allOf whose properties clash with its parent's")
+                for name, child in value.items():
+                    if name in properties and properties[name] != child:
+                        raise NotStrictable(f"an allOf that redefines property {name!r}")
+                    properties[name] = child
+            elif key == "required" and isinstance(value, list):
+                names = node[key] if isinstance(node[key], list) else []
+                node[key] = [*names, *(name for name in value if name not in names)]
+            elif node[key] != value and key not in _ANNOTATIONS:
+                # The parent's own annotation wins; a differing constraint is both at once,
+                # which only allOf can say.
+                raise NotStrictable(f"an allOf whose {key!r} clashes with its parent's")
+
+    def inline(self, node: Schema, reference: str) -> None:
+        """Replace a ``$ref`` that has sibling keywords by a copy of its target."""
+        target = _pointer_target(reference, self.root)
+        if target is None:
+            raise NotStrictable(f"a $ref beside other keywords that does not resolve: {reference}")
+        self.values -= _count_values(target, self.values)
+        if self.values < 0:
+            raise NotStrictable("inlining its $refs makes the schema too large")
+        siblings = {key: value for key, value in node.items() if key != "$ref"}
+        _refuse_reopening(target, siblings, "a $ref")
+        node.clear()
+        node.update(copy.deepcopy(target))
+        for key, value in siblings.items():
+            if key in node and node[key] != value and key not in _ANNOTATIONS:
+                raise NotStrictable(f"a $ref whose {key!r} differs from its target's")
+            node[key] = value
+
+    @staticmethod
+    def leave_bare(node: Schema, reference: str) -> None:
+        """A recursive ``$ref`` stays a bare reference: its annotations go, and a constraint
+        beside it (which a bare reference would lose) makes the schema non-strict."""
+        constraints = sorted(key for key in node if key != "$ref" and key not in _ANNOTATIONS)
+        if constraints:
+            raise NotStrictable(f"a recursive $ref beside {', '.join(constraints)}")
+        node.clear()
+        node["$ref"] = reference
+
+
+def _refuse_reopening(inner: Mapping[str, Any], outer: Mapping[str, Any], what: str) -> None:
+    """Refuse to merge two schemas when one closes its object (``additionalProperties``) and
+    the other declares a property it does not: the merged object would accept that property,
+    which the closed one forbids (``additionalProperties`` sees only its own ``properties``)."""
+    for closed, other in ((inner, outer), (outer, inner)):
+        if closed.get("additionalProperties") in (None, True):
+            continue
+        own = closed.get("properties")
+        declared = other.get("properties")
+        own_names = set(own) if isinstance(own, Mapping) else set()
+        if isinstance(declared, Mapping) and set(declared) - own_names:
+            raise NotStrictable(
+                f"{what} whose additionalProperties forbids properties declared beside it"
+            )
+
+
+def _check_input(schema: Any) -> None:
+    """Refuse, before copying, input no JSON document gives: non-string keys, or nesting so
+    deep that copying it would overflow the stack (a hostile server's)."""
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > 3 * _STRICT_DEPTH:
+            raise NotStrictable(f"the schema nests deeper than {_STRICT_DEPTH} levels")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise NotStrictable(f"a schema with a non-string key ({type(key).__name__})")
+                if isinstance(item, (dict, list)):
+                    stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value if isinstance(item, (dict, list)))
+
+
+def _count_values(value: Any, limit: int) -> int:
+    """How many JSON values ``value`` holds, counting no further than just past ``limit``."""
+    count = 0
+    stack = [value]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _check_reference(reference: Any, root: Mapping[str, Any]) -> None:
+    """A bare ``$ref`` left in strict output must point, within the schema, at a schema
+    that is more than another reference back into the same loop."""
+    seen: set[str] = set()
+    while True:
+        if not isinstance(reference, str):
+            raise NotStrictable("a $ref that is not a string")
+        target = _pointer_target(reference, root)
+        if target is None:
+            raise NotStrictable(f"a $ref that does not resolve within the schema: {reference}")
+        key = _pointer_key(reference)
+        if key in seen:
+            raise NotStrictable(f"a $ref that only refers to itself: {reference}")
+        seen.add(key)
+        if set(target) != {"$ref"}:
+            return
+        reference = target["$ref"]
+
+
+def _check_subschemas(node: Schema) -> None:
+    """Strict mode takes a schema object wherever a schema goes: ``true`` (anything) and
+    other non-objects are refused (``false`` only where it closes an object or array)."""
+    for key in ("properties", "$defs", "definitions"):
+        children = node.get(key)
+        if key in node and not isinstance(children, dict):
+            raise NotStrictable(f"a {key} that is not an object")
+        if isinstance(children, dict):
+            for name, child in children.items():
+                if not isinstance(child, dict):
+                    raise NotStrictable(f"{key} entry {name!r} is not a schema object")
+    for key in ("anyOf", "oneOf", "prefixItems"):
+        if key in node:
+            children = node[key]
+            if not isinstance(children, list) or not all(type(c) is dict for c in children):
+                raise NotStrictable(f"a {key} that is not a list of schema objects")
+    for key in _SCHEMA_VALUES:
+        if key not in node or isinstance(node[key], dict):
+            continue
+        child = node[key]
+        if key == "items" and isinstance(child, list) and all(type(c) is dict for c in child):
+            continue
+        if not (isinstance(child, bool) and key in _BOOLEAN_ALLOWED):
+            raise NotStrictable(f"a {key} that is not a schema object")
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _pointer_parts(reference: str) -> list[str] | None:
+    """The decoded parts of a local JSON pointer reference (``#/$defs/A~1B``), or None."""
+    if reference == "#":
+        return []
+    if not reference.startswith("#/"):
+        return None
+    return [
+        unquote(part).replace("~1", "/").replace("~0", "~") for part in reference[2:].split("/")
+    ]
+
+
+def _pointer_key(reference: str) -> str:
+    """One spelling per target, for recognising a reference already being inlined."""
+    parts = _pointer_parts(reference)
+    return reference if parts is None else "#/" + "/".join(_escape(part) for part in parts)
+
+
+def _pointer_target(reference: str, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    parts = _pointer_parts(reference)
+    if parts is None:
+        return None
+    target: Any = root
+    for part in parts:
+        if isinstance(target, Mapping) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target if isinstance(target, Mapping) else None
 
 
 def gemini_schema(schema: Schema) -> Schema:
@@ -237,13 +499,10 @@ def gemini_schema(schema: Schema) -> Schema:
 
 def _resolve(schema: Schema, root: Mapping[str, Any]) -> Schema:
     reference = schema.get("$ref")
-    if isinstance(reference, str) and reference.startswith("#/"):
-        target: Any = root
-        for part in reference[2:].split("/"):
-            if not isinstance(target, Mapping) or part not in target:
-                return schema
-            target = target[part]
-        return dict(target) if isinstance(target, Mapping) else schema
+    if isinstance(reference, str):
+        target = _pointer_target(reference, root)
+        if target is not None:
+            return dict(target)
     return schema
 
 

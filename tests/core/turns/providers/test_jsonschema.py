@@ -436,7 +436,13 @@ def test_strict_schema_lets_an_optional_parameter_be_null_and_keeps_its_values(
 
 
 def test_strict_schema_leaves_required_parameters_non_nullable() -> None:
-    strict = strict_schema(obj({"q": {"type": "string"}, "r": {"$ref": "#/$defs/R"}}, ["q", "r"]))
+    strict = strict_schema(
+        obj(
+            {"q": {"type": "string"}, "r": {"$ref": "#/$defs/R"}},
+            ["q", "r"],
+            **{"$defs": {"R": obj({"z": {"type": "boolean"}}, ["z"])}},
+        )
+    )
     assert strict["properties"]["q"] == {"type": "string"}
     assert strict["properties"]["r"] == {"$ref": "#/$defs/R"}
 
