@@ -20,6 +20,7 @@ BENCHMARKS = {
     "schemas": "bench_schemas.py",
     "ledger": "bench_ledger.py",
     "turn": "bench_turn.py",
+    "stream": "bench_stream.py",
     "instances": "bench_instances.py",
     "credentials": "bench_credentials.py",
     "http": "bench_http.py",

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 from expediter.__about__ import __version__
 
 if TYPE_CHECKING:
-    from expediter import errors
+    from expediter import errors, providers
     from expediter.core.authoring.schema import Secret
     from expediter.core.authoring.tools import Toolbox, action, tool
     from expediter.core.config import HostConfig
     from expediter.core.discovery.catalogue import PackInfo, ToolInfo
+    from expediter.core.discovery.providers import ProviderInfo
     from expediter.core.host import Host
     from expediter.core.records.calls import CallEvent, ToolCall
     from expediter.core.turns.naming import NameMap
+    from expediter.core.turns.providers.base import Provider
     from expediter.core.turns.toolset import ToolInstance, Toolset
     from expediter.hookspecs import hookimpl, hookspec
     from expediter.hookspecs.tool import (
@@ -52,6 +54,8 @@ _EXPORTS = {
     "Toolset": "expediter.core.turns.toolset",
     "ToolInstance": "expediter.core.turns.toolset",
     "NameMap": "expediter.core.turns.naming",
+    "Provider": "expediter.core.turns.providers.base",
+    "ProviderInfo": "expediter.core.discovery.providers",
 }
 
 __all__ = [
@@ -64,6 +68,8 @@ __all__ = [
     "HostConfig",
     "NameMap",
     "PackInfo",
+    "Provider",
+    "ProviderInfo",
     "Secret",
     "ToolCall",
     "ToolError",
@@ -77,13 +83,14 @@ __all__ = [
     "errors",
     "hookimpl",
     "hookspec",
+    "providers",
     "tool",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "errors":
-        return importlib.import_module("expediter.errors")
+    if name in ("errors", "providers"):
+        return importlib.import_module(f"expediter.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'expediter' has no attribute {name!r}")

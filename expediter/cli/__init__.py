@@ -14,6 +14,7 @@ __all__ = ["cli", "main", "pass_host"]
 
 cli.add_command(tools.plugins)
 cli.add_command(tools.tools)
+cli.add_command(tools.providers)
 cli.add_command(call.call)
 cli.add_command(turns.parse)
 cli.add_command(turns.run)

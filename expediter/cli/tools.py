@@ -1,4 +1,5 @@
-"""``expediter plugins``, ``expediter tools list`` and ``expediter tools show``."""
+"""``expediter plugins``, ``expediter tools list|show|schema``, ``expediter providers``, and the
+``--provider`` option's choices."""
 
 from __future__ import annotations
 
@@ -15,7 +16,15 @@ if TYPE_CHECKING:
     from expediter.core.host import Host
     from expediter.core.instances.records import StoredInstance
 
-__all__ = ["PROVIDER_NAMES", "plugins", "print_tools", "tools"]
+__all__ = [
+    "PROVIDER_NAMES",
+    "plugins",
+    "print_tools",
+    "provider_choice",
+    "provider_names",
+    "providers",
+    "tools",
+]
 
 
 def _warn_problems(state: CliState) -> None:
@@ -25,7 +34,7 @@ def _warn_problems(state: CliState) -> None:
             warn(f"pack {pack.name!r} failed to load: {shorten(pack.error, 200)}")
         elif (problem := _open_to_everyone(pack)) is not None:
             warn(f"pack {pack.name!r}: {problem}")
-    for conflict in host.conflicts:
+    for conflict in (*host.conflicts, *host.provider_conflicts):
         warn(conflict.message)
 
 
@@ -62,9 +71,9 @@ def _print_packs(host: Host, as_json: bool) -> None:
             row = pack.to_dict()
             row["warning"] = None if pack.error else _open_to_everyone(pack)
             row["conflicts"] = [
-                conflicts[name].message
-                for name in conflicts
-                if any(entry[3] == pack.id for entry in conflicts[name].packs)
+                conflict.message
+                for conflict in (*conflicts.values(), *host.provider_conflicts)
+                if any(entry[3] == pack.id for entry in conflict.packs)
             ]
             rows.append(row)
         echo_json(rows)
@@ -86,7 +95,7 @@ def _print_packs(host: Host, as_json: bool) -> None:
     for pack in packs:
         if not pack.error and (problem := _open_to_everyone(pack)) is not None:
             warn(f"pack {pack.name!r}: {problem}")
-    for conflict in host.conflicts:
+    for conflict in (*host.conflicts, *host.provider_conflicts):
         warn(conflict.message)
 
 
@@ -261,14 +270,91 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
         click.echo("  config: none")
 
 
-#: The providers ``--provider`` accepts (kept here so ``--help`` imports no adapter).
+#: The built-in providers (kept here so ``--help`` imports no adapter); ``--provider`` takes
+#: these and the providers packs register (``provider_choice``).
 PROVIDER_NAMES = ("anthropic", "gemini", "mistral", "ollama", "openai", "openai-responses")
 
 
+def _command_line_host() -> Host | None:
+    """The running command's host; None outside the ``expediter`` command line, or when its
+    configuration is unusable (the command then says why)."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(CliState) if ctx is not None else None
+    if state is None:
+        return None
+    try:
+        return state.host()
+    except Exception:
+        return None
+
+
+def provider_names() -> tuple[str, ...]:
+    """The names ``--provider`` accepts, sorted: the built-ins and the providers packs register,
+    as the manifest keeps them (no pack imported); the built-ins alone outside the command
+    line."""
+    host = _command_line_host()
+    if host is None:
+        return PROVIDER_NAMES
+    return tuple(info.name for info in host.providers())
+
+
+class _ProviderChoice(click.Choice[str]):
+    """``--provider``'s choices (``provider_names``), read when first needed: ``--help`` and a
+    pack's provider name read the manifest, a built-in name is accepted without it."""
+
+    name = "provider"
+
+    def __init__(self) -> None:
+        super().__init__(PROVIDER_NAMES)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """Every provider name, from the manifest."""
+        return provider_names()
+
+    @choices.setter
+    def choices(self, value: Iterable[str]) -> None:
+        """Ignored: the choices are always the manifest's."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """A provider name; a built-in's is taken as it is (the manifest is not read)."""
+        if value in PROVIDER_NAMES:
+            return str(value)
+        host = _command_line_host()
+        if host is not None and isinstance(value, str):
+            for conflict in host.provider_conflicts:
+                if conflict.tool == value:
+                    self.fail(escape(conflict.message), param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def provider_choice() -> click.Choice[str]:
+    """The type of a ``--provider`` option: the built-ins and the providers packs register."""
+    return _ProviderChoice()
+
+
+@click.command("providers")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_state
+def providers(state: CliState, as_json: bool) -> None:
+    """List the LLM providers --provider accepts: name, pack and whether it reads streams.
+
+    The built-ins come with the pack `expediter`; packs add more with the register_providers
+    hook (listed from the tool cache: no pack is imported).
+    """
+    rows = state.host().providers()
+    if as_json:
+        echo_json([row.summary() for row in rows])
+    else:
+        echo_table(
+            ["NAME", "PACK", "STREAMING"],
+            [[row.name, row.pack, "yes" if row.streaming else "no"] for row in rows],
+        )
+    _warn_problems(state)
+
+
 @tools.command("schema")
-@click.option(
-    "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="The LLM provider."
-)
+@click.option("--provider", required=True, type=provider_choice(), help="The LLM provider.")
 @click.option("--strict", is_flag=True, help="Strict mode (OpenAI and Anthropic).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the default).")
 @click.option("--user", "user_id", default=None, help="Offer the tools of this user.")

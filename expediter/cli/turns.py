@@ -1,4 +1,5 @@
-"""``expediter parse``: read a saved model response into the tool calls it makes."""
+"""``expediter parse`` and ``run``: read a saved model response or stream into the tool calls
+it makes (and run them); ``approvals``, ``approve`` and ``deny``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from expediter.cli.output import (
     shorten,
     warn,
 )
-from expediter.cli.tools import PROVIDER_NAMES
+from expediter.cli.tools import provider_choice
 
 __all__ = [
     "approval_items",
@@ -30,6 +31,7 @@ __all__ = [
     "print_approvals",
     "print_events",
     "read_response",
+    "read_stream",
     "run",
     "run_exit_code",
 ]
@@ -74,51 +76,240 @@ def read_response(path: str) -> dict[str, Any]:
     return response
 
 
+def read_stream(path: str) -> list[dict[str, Any]]:
+    """The chunks of a stream saved as it came over the wire (server-sent events, NDJSON or a
+    JSON array of chunks), from a file or from standard input for ``-``, read a block at a
+    time; anything that is not such a stream is a usage error naming the line."""
+    from expediter.core.turns.providers.wire import READ_SIZE, WireError, WireReader
+
+    reader = WireReader()
+    chunks: list[dict[str, Any]] = []
+    try:
+        if path == "-":
+            source = getattr(sys.stdin, "buffer", sys.stdin)
+            chunks = _read_blocks(reader, source, READ_SIZE)
+        else:
+            with open(path, "rb") as handle:
+                chunks = _read_blocks(reader, handle, READ_SIZE)
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except WireError as exc:
+        raise click.UsageError(f"{path} is not a stream of JSON chunks: {exc}") from exc
+    for note in reader.notes:
+        warn(f"{path}: {note}")
+    if not chunks:
+        raise click.UsageError(
+            f"{path} holds no stream chunks: expected server-sent events ('data: {{...}}' "
+            "lines), NDJSON (one JSON object per line) or a JSON array of chunks"
+        )
+    return chunks
+
+
+def _read_blocks(reader: Any, source: Any, size: int) -> list[dict[str, Any]]:
+    chunks: list[dict[str, Any]] = []
+    while True:
+        block = source.read(size)
+        if not block:
+            break
+        chunks += reader.feed(block)
+    chunks += reader.close()
+    return chunks
+
+
+def _read_input(
+    response_path: str | None, stream_path: str | None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """The saved response (``--response``) or stream (``--stream``): exactly one is given."""
+    if response_path is not None and stream_path is not None:
+        raise click.UsageError("give --response FILE or --stream FILE, not both")
+    if response_path is None and stream_path is None:
+        raise click.UsageError(
+            "missing the input: give --response FILE (a whole response as JSON) or "
+            "--stream FILE (a stream saved as it came)"
+        )
+    if stream_path is not None:
+        return None, read_stream(stream_path)
+    assert response_path is not None
+    return read_response(response_path), None
+
+
+def _choose_provider(
+    provider: str | None,
+    response: dict[str, Any] | None,
+    chunks: list[dict[str, Any]] | None,
+    path: str,
+) -> str:
+    """The named provider, else the one the input's shape shows (said on standard error, so
+    that standard output stays one document)."""
+    if provider is not None:
+        return provider
+    from expediter.core.turns.providers.detect import (
+        RESPONSE_SHAPES,
+        STREAM_SHAPES,
+        detect_provider,
+        detect_stream_provider,
+    )
+
+    if chunks is not None:
+        detected, what, shapes = detect_stream_provider(chunks), "stream", STREAM_SHAPES
+        expected = f"stream chunks are told apart by {shapes}"
+    else:
+        detected, what = detect_provider(response), "response"
+        expected = f"a response is told apart by its top-level fields: {RESPONSE_SHAPES}"
+    if detected is None:
+        raise click.UsageError(
+            f"cannot tell which provider wrote the {what} in {path}; {expected}. "
+            "Name it with --provider"
+        )
+    click.echo(
+        f"expediter: provider detected from the {what}'s shape: {detected} "
+        "(use --provider to choose)",
+        err=True,
+    )
+    return detected
+
+
+def _read_calls(
+    toolset: Any,
+    provider: str,
+    response: dict[str, Any] | None,
+    chunks: list[dict[str, Any]] | None,
+) -> list[Any]:
+    """The calls of the response or stream, read as ``provider``'s (with a hint on standard
+    error when none are found and the input looks like another provider's)."""
+    if chunks is not None:
+        _warn_stream_errors(chunks)
+        calls: list[Any] = toolset.parse_stream(provider, chunks)
+        if not calls:
+            _hint_other_stream_provider(toolset, provider, chunks)
+        return calls
+    assert response is not None
+    calls = toolset.parse_calls(provider, response)
+    _hint_other_provider(provider, response, calls)
+    return calls
+
+
+def _stream_error(chunk: dict[str, Any]) -> Any:
+    """What an error event or chunk says (an ``error`` event, an ``{"error": ...}`` chunk of
+    OpenAI-compatible servers, Gemini or Ollama), or None for any other chunk."""
+    kind, error = chunk.get("type"), chunk.get("error")
+    if kind == "error" and error is None:
+        error = chunk.get("message") or chunk  # the Responses API's error event
+    if error is None or kind not in (None, "error"):
+        return None
+    return error.get("message") or error if isinstance(error, dict) else error
+
+
+def _warn_stream_errors(chunks: list[dict[str, Any]]) -> None:
+    """Say so when the provider reported an error inside the stream: the stream was most
+    likely cut short there."""
+    errors = [error for error in map(_stream_error, chunks) if error is not None]
+    if not errors:
+        return
+    detail = errors[0]
+    try:
+        text = detail if isinstance(detail, str) else json.dumps(detail, default=repr)
+    except (RecursionError, ValueError, TypeError):
+        text = f"an error value that cannot be shown ({type(detail).__name__})"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    warn(f"the stream reports an error: {shorten(text, 200)}{more}")
+
+
+def _also(detected: str) -> str:
+    return f"{detected} (or mistral: the same shape)" if detected == "openai" else detected
+
+
 def _hint_other_provider(provider: str, response: dict[str, Any], calls: Sequence[Any]) -> None:
     """Warn when a response yields no calls and looks like another provider's, which would."""
     if calls:
         return
-    from expediter.core.turns.providers import detect_provider, get_provider
+    from expediter.core.turns.providers import PROVIDERS, detect_provider
 
     detected = detect_provider(response)
-    if detected is None:
-        return
-    named, other = type(get_provider(provider)), type(get_provider(detected))
-    if named.read_calls is other.read_calls:
+    named, other = PROVIDERS.get(provider), PROVIDERS.get(detected or "")
+    if named is None or other is None:
+        return  # nothing to compare (a pack's provider, or no shape found)
+    if type(named).read_calls is type(other).read_calls:
         return  # read alike (openai, mistral, ollama): no calls either way
-    found = len(other().read_calls(response))
+    found = len(other.read_calls(response))
     counted = f" ({found} tool calls)" if found else ""
     warn(
         f"no tool calls found reading the response as {provider}; it looks like a response "
-        f"from {detected}{counted}: try --provider {detected}"
+        f"from {_also(other.name)}{counted}: try --provider {other.name}"
     )
 
 
+def _hint_other_stream_provider(toolset: Any, provider: str, chunks: list[dict[str, Any]]) -> None:
+    """Warn when a stream yields no calls read as ``provider`` but does as the provider its
+    chunks look like."""
+    from expediter.core.turns.providers.detect import detect_stream_provider
+    from expediter.errors import ExpediterError
+
+    detected = detect_stream_provider(chunks)
+    if detected is None or detected == provider:
+        return
+    try:
+        found = len(toolset.parse_stream(detected, chunks))
+    except ExpediterError:
+        return
+    if found:
+        warn(
+            f"no tool calls found reading the stream as {provider}; it looks like a stream "
+            f"from {_also(detected)} ({found} tool calls): try --provider {detected}"
+        )
+
+
 _provider_option = click.option(
-    "--provider", required=True, type=click.Choice(PROVIDER_NAMES), help="Who wrote the response."
+    "--provider", required=True, type=provider_choice(), help="Who wrote the response."
+)
+# parse and run tell the provider from the input's shape when --provider is not given.
+# Choices: the built-ins and the providers packs register, from the manifest.
+_detected_provider_option = click.option(
+    "--provider",
+    default=None,
+    type=provider_choice(),
+    help="Who wrote the response or stream (default: told from its shape).",
 )
 _response_option = click.option(
     "--response",
     "response_path",
-    required=True,
+    default=None,
     metavar="FILE",
     help="The saved response as JSON ('-' reads standard input).",
+)
+_stream_option = click.option(
+    "--stream",
+    "stream_path",
+    default=None,
+    metavar="FILE",
+    help="Instead of --response: a stream saved as it came (server-sent events, NDJSON or a "
+    "JSON array of chunks; '-' reads standard input).",
 )
 
 
 @click.command()
-@_provider_option
+@_detected_provider_option
 @_response_option
+@_stream_option
 @click.option("--user", "user_id", default=None, help="Resolve names against this user's tools.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def parse(
-    state: CliState, provider: str, response_path: str, user_id: str | None, as_json: bool
+    state: CliState,
+    provider: str | None,
+    response_path: str | None,
+    stream_path: str | None,
+    user_id: str | None,
+    as_json: bool,
 ) -> None:
-    """Show the tool calls in a saved model response, mapped to tools and actions."""
-    response = read_response(response_path)
-    calls = state.host().toolset(user_id=user_id).parse_calls(provider, response)
-    _hint_other_provider(provider, response, calls)
+    """Show the tool calls in a saved model response or stream, mapped to tools and actions.
+
+    Without --provider, the provider is told from the input's shape (and named on standard
+    error).
+    """
+    response, chunks = _read_input(response_path, stream_path)
+    provider = _choose_provider(provider, response, chunks, response_path or stream_path or "")
+    calls = _read_calls(state.host().toolset(user_id=user_id), provider, response, chunks)
     if as_json:
         echo_json([call.to_dict() for call in calls])
         return
@@ -162,8 +353,9 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
 
 
 @click.command()
-@_provider_option
+@_detected_provider_option
 @_response_option
+@_stream_option
 @click.option("--user", "user_id", default=None, help="Run on behalf of this user id.")
 @click.option("--message-id", default=None, help="The assistant message's id (keys the ledger).")
 @click.option("--run-id", default=None, help="The run's id, for calls outside a conversation.")
@@ -182,8 +374,9 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
 @pass_state
 def run(
     state: CliState,
-    provider: str,
-    response_path: str,
+    provider: str | None,
+    response_path: str | None,
+    stream_path: str | None,
     user_id: str | None,
     message_id: str | None,
     run_id: str | None,
@@ -192,19 +385,20 @@ def run(
     messages: bool,
     as_json: bool,
 ) -> None:
-    """Run the tool calls of a saved model response through the host.
+    """Run the tool calls of a saved model response (or stream) through the host.
 
     Prints one event per call (completed, error, denied, awaiting_approval or
     requires_client_execution); with --messages, the messages that give the results back to
-    the model instead.
+    the model instead. Without --provider, the provider is told from the input's shape (and
+    named on standard error).
 
     Exit status: 0 when every call completed or is waiting (awaiting_approval,
     requires_client_execution), 1 when any call ended in error or denied, 2 for bad usage.
     """
-    response = read_response(response_path)
+    response, chunks = _read_input(response_path, stream_path)
+    provider = _choose_provider(provider, response, chunks, response_path or stream_path or "")
     toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
-    calls = toolset.parse_calls(provider, response)
-    _hint_other_provider(provider, response, calls)
+    calls = _read_calls(toolset, provider, response, chunks)
     events = list(toolset.run(calls, message_id=message_id, run_id=run_id))
     if messages:
         echo_json(toolset.result_messages(provider, calls, events))

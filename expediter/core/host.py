@@ -7,11 +7,12 @@ import difflib
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
+from expediter.__about__ import __version__
 from expediter.core.config import BUILTIN_DIR, HostConfig
 from expediter.core.discovery import manifest
 from expediter.core.discovery.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
@@ -21,6 +22,7 @@ from expediter.errors import (
     PluginLoadError,
     ToolConflict,
     ToolNotFound,
+    UnknownProvider,
 )
 from expediter.hookspecs.tool import CallContext
 
@@ -36,12 +38,14 @@ if TYPE_CHECKING:
     from expediter.core.discovery.hooks import HostHooks
     from expediter.core.discovery.loading import LoadedTool, LoadedTools, ToolType
     from expediter.core.discovery.packs import LoadedPack
+    from expediter.core.discovery.providers import ProviderInfo
     from expediter.core.instances.keys import Keyring
     from expediter.core.instances.manager import Instances
     from expediter.core.instances.storage import ToolStorage
     from expediter.core.instances.store import InstanceStore
     from expediter.core.instances.tokens import InstanceTokens
     from expediter.core.ledger import Ledger
+    from expediter.core.turns.providers.base import Provider
     from expediter.core.turns.toolset import Offers, ToolInstance, Toolset
 
 __all__ = ["Host", "strict_message"]
@@ -59,6 +63,23 @@ class _Unset:
 
 
 _UNSET: Any = _Unset()
+
+
+def _check_provider(obj: object) -> tuple[str, bool]:
+    """The check discovery runs on each provider a pack registers (the turns stage's rules,
+    imported only when a pack registers providers)."""
+    from expediter.core.turns.providers import check_pack_provider
+
+    return check_pack_provider(obj)
+
+
+def _named(obj: object, name: str) -> bool:
+    """Whether a registered object is the provider of that name (an object that cannot say
+    is not)."""
+    try:
+        return type(obj.name) is str and obj.name == name  # type: ignore[attr-defined]
+    except Exception:
+        return False
 
 
 def strict_message(errors: Iterable[str]) -> str:
@@ -128,6 +149,8 @@ class Host:
         self.fail_closed = fail_closed
         self._ledger: Ledger | None = None
         self._packs: dict[str, LoadedPack] = {}
+        #: The packs' provider adapters used so far, by name.
+        self._providers: dict[str, Provider] = {}
         self._plugin_errors: list[str] = []
         self._lock = threading.RLock()
         self._catalogue = self._discover(refresh=refresh)
@@ -135,7 +158,9 @@ class Host:
         if extra_plugins:
             from expediter.core.discovery.packs import load_objects
 
-            self._add_host_pack(load_objects(_HOST_PACK, extra_plugins))
+            self._add_host_pack(
+                load_objects(_HOST_PACK, extra_plugins, provider_check=_check_provider)
+            )
         if self.settings.strict and self.errors:
             raise PluginLoadError(strict_message(self.errors))
         self._hooks: HostHooks | None = None
@@ -377,7 +402,9 @@ class Host:
                 return cached
         from expediter.core.discovery.packs import build_catalogue, find_packs, load_pack
 
-        loaded = [load_pack(ref) for ref in find_packs(self.settings)]
+        loaded = [
+            load_pack(ref, provider_check=_check_provider) for ref in find_packs(self.settings)
+        ]
         self._packs.update((pack.info.id, pack) for pack in loaded)
         catalogue = build_catalogue(loaded)
         if any(pack.error for pack in catalogue.packs):
@@ -388,15 +415,23 @@ class Host:
 
     def _add_host_pack(self, pack: LoadedPack) -> None:
         from expediter.core.discovery.packs import resolve_conflicts
+        from expediter.core.discovery.providers import (
+            offered_providers,
+            resolve_provider_conflicts,
+        )
 
         self._packs[pack.info.id] = pack
-        offered, conflicts = resolve_conflicts(
-            [*self._catalogue.tools, *pack.infos], self._catalogue.conflicts
+        catalogue = self._catalogue
+        offered, conflicts = resolve_conflicts([*catalogue.tools, *pack.infos], catalogue.conflicts)
+        _, provider_conflicts = resolve_provider_conflicts(
+            [*offered_providers(catalogue).values(), *pack.providers],
+            catalogue.provider_conflicts,
         )
         self._catalogue = Catalogue(
-            packs=(*self._catalogue.packs, pack.info),
+            packs=(*catalogue.packs, pack.info),
             tools=tuple(offered),
             conflicts=tuple(conflicts),
+            provider_conflicts=tuple(provider_conflicts),
         )
 
     def _pack(self, pack_id: str) -> LoadedPack:
@@ -485,6 +520,103 @@ class Host:
         """Tool names that several packs register (none of them is offered)."""
         return list(self._catalogue.conflicts)
 
+    # -- providers ------------------------------------------------------------------------------
+
+    def providers(self) -> list[ProviderInfo]:
+        """Every provider a toolset speaks, sorted by name: the built-ins (pack ``expediter``)
+        and those packs register (as discovery found them: no pack is imported)."""
+        from expediter.core.discovery.providers import ProviderInfo, offered_providers
+        from expediter.core.turns.providers import BUILTIN_PACK, PROVIDERS
+
+        built_in = [
+            ProviderInfo(name, BUILTIN_PACK, adapter.streaming, __version__, "built-in")
+            for name, adapter in PROVIDERS.items()
+        ]
+        packs = offered_providers(self._catalogue).values()
+        return sorted([*built_in, *packs], key=lambda info: info.name)
+
+    @property
+    def provider_conflicts(self) -> list[Conflict]:
+        """Provider names that several packs register (none of them is offered)."""
+        return list(self._catalogue.provider_conflicts)
+
+    def provider(self, name: str) -> Provider:
+        """The adapter for a provider name: a built-in, or a pack's (its pack imported on
+        first use). ``UnknownProvider``, listing every name, for a name no pack registers
+        alone; ``PluginLoadError`` when its pack no longer provides it."""
+        from expediter.core.turns.providers import PROVIDERS
+
+        adapter = PROVIDERS.get(name) if type(name) is str else None
+        return adapter if adapter is not None else self._pack_provider(name)
+
+    def _provider_lookup(self) -> Callable[[str], Provider]:
+        """``provider`` for the toolsets: the built-ins found without an import statement
+        (``toolset.schemas("openai")`` is measured: DESIGN.md section 9)."""
+        from expediter.core.turns.providers import PROVIDERS
+
+        built_in = PROVIDERS
+        from_pack = self._pack_provider
+
+        def provider(name: str) -> Provider:
+            adapter = built_in.get(name) if type(name) is str else None
+            return adapter if adapter is not None else from_pack(name)
+
+        return provider
+
+    def _pack_provider(self, name: str) -> Provider:
+        from expediter.core.turns.providers import PROVIDERS, unknown_provider
+
+        key = name.strip().lower() if isinstance(name, str) else None
+        adapter = None if key is None else PROVIDERS.get(key) or self._providers.get(key)
+        if adapter is not None:
+            return adapter
+        from expediter.core.discovery.providers import offered_providers
+
+        catalogue = self._catalogue
+        offered = offered_providers(catalogue)
+        info = None if key is None else offered.get(key)
+        if info is None:
+            conflict = None if key is None else catalogue.provider_conflict(key)
+            if conflict is not None:
+                raise UnknownProvider(conflict.message)
+            raise unknown_provider(name, offered)
+        with self._lock:
+            adapter = self._providers.get(info.name)
+            if adapter is None:
+                adapter = self._providers[info.name] = self._load_provider(info)
+        return adapter
+
+    def _load_provider(self, info: ProviderInfo) -> Provider:
+        """A pack's provider adapter: its pack imported (once) and its hook asked again."""
+        from expediter.core.discovery.providers import registered_providers
+        from expediter.core.turns.providers import checked_provider
+
+        refresh = "run `expediter --refresh providers` to rebuild the tool cache"
+        try:
+            pack = self._pack(info.pack_id)
+        except ToolNotFound as exc:
+            raise PluginLoadError(f"pack {info.pack!r} is gone; {refresh}") from exc
+        found = pack.provider_objects.get(info.name)
+        if found is None:
+            try:
+                registered = registered_providers(pack.host_plugins)
+            except (Exception, SystemExit) as exc:
+                raise PluginLoadError(
+                    f"pack {info.pack!r} failed to register its providers: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            found = next((obj for obj in registered if _named(obj, info.name)), None)
+        if found is None:
+            failed = f" (it failed to load: {pack.info.error})" if pack.info.error else ""
+            raise PluginLoadError(
+                f"pack {info.pack!r} no longer provides the provider {info.name!r}{failed}; "
+                f"{refresh}"
+            )
+        try:
+            return checked_provider(found)
+        except (TypeError, ValueError) as exc:
+            raise PluginLoadError(f"pack {info.pack!r}: {exc}") from exc
+
     def tool_info(self, name: str) -> ToolInfo:
         """Return an offered tool, or raise ToolNotFound (ToolConflict when packs collide)."""
         info = self._catalogue.tool(name)
@@ -517,6 +649,7 @@ class Host:
                         load=self.loaded_tools.load,
                         runner=self.executor,
                         listing_context=self._listing_context,
+                        provider=self._provider_lookup(),
                     )
         return self._offers
 

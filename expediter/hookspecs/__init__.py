@@ -20,6 +20,7 @@ HOST_HOOKS = (
     "normalize_result",
     "resolve_secret",
     "register_commands",
+    "register_providers",
 )
 
 __all__ = ["HOST_HOOKS", "PROJECT_NAME", "TOOL_HOOKS", "hookimpl", "hookspec"]

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Register",
+    "RegisterProvider",
     "normalize_result",
     "on_call_event",
     "register_commands",
+    "register_providers",
     "register_tools",
     "resolve_secret",
     "tool_call_policy",
@@ -28,6 +30,9 @@ __all__ = [
 
 #: ``register(tool, name=None)``: the callback ``register_tools`` receives.
 Register = Callable[..., None]
+#: ``register(provider)``: the callback ``register_providers`` receives (an
+#: ``expediter.Provider`` instance).
+RegisterProvider = Callable[[Any], None]
 
 
 @hookspec
@@ -63,3 +68,8 @@ def resolve_secret(name: str, context: CallContext) -> str | None:
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add subcommands to the ``expediter`` command line (``cli`` is a click group)."""
+
+
+@hookspec
+def register_providers(register: RegisterProvider) -> None:
+    """Register this pack's LLM provider adapters by calling ``register(provider)`` for each."""

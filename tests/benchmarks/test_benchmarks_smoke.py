@@ -73,6 +73,31 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
             ("pg4_ledger", "pg4_pgbench", 1 / 0.8),
         ),
     ),
+    "bench_stream.py": (
+        "stream",
+        (
+            "openai_dicts",
+            "openai_objects",
+            "openai_sdk",
+            "mistral_dicts",
+            "mistral_objects",
+            "openai_responses_dicts",
+            "openai_responses_objects",
+            "anthropic_dicts",
+            "anthropic_objects",
+            "anthropic_sdk",
+            "gemini_dicts",
+            "gemini_objects",
+            "ollama_dicts",
+            "ollama_objects",
+        ),
+        (
+            ("openai_objects", "openai_sdk", 1.0),
+            ("anthropic_objects", "anthropic_sdk", 1.0),
+            ("openai_dicts", "openai_sdk", None),
+            ("anthropic_dicts", "anthropic_sdk", None),
+        ),
+    ),
     "bench_turn.py": (
         "turn",
         (

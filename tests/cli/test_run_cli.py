@@ -419,11 +419,12 @@ def test_run_exits_0_when_every_call_completed_or_waits_else_1(
 @pytest.mark.parametrize(
     "args",
     [
-        ("run", "--response", "reply.json"),
+        ("run", "--provider", "openai"),
+        ("run", "--provider", "openai", "--response", "reply.json", "--stream", "reply.json"),
         ("run", "--provider", "openai", "--response", "missing.json"),
         ("run", "--provider", "cohere", "--response", "reply.json"),
     ],
-    ids=["no-provider", "missing-file", "unknown-provider"],
+    ids=["no-input", "response-and-stream", "missing-file", "unknown-provider"],
 )
 def test_run_exits_2_on_bad_usage(
     args: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

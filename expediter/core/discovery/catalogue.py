@@ -1,10 +1,11 @@
-"""What is installed: packs, the tools they offer, and tool-name conflicts (no pack imported)."""
+"""What is installed: packs, the tools and providers they offer, and name conflicts (no pack
+imported)."""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
 
@@ -19,6 +20,7 @@ __all__ = [
     "PackLocation",
     "Source",
     "ToolInfo",
+    "withhold_conflicts",
 ]
 
 #: Where a pack comes from.
@@ -69,6 +71,8 @@ def _location(data: Mapping[str, Any] | None) -> PackLocation:
         "error",
         "location",
         "commands",
+        "providers",
+        "streaming_providers",
     ),
     computed={"id": operator.attrgetter("id")},
     load={"location": _location},
@@ -89,6 +93,10 @@ class PackInfo:
     error: str | None = None
     #: The subcommands the pack adds to ``expediter``, found at discovery.
     commands: tuple[CommandInfo, ...] = ()
+    #: The names of the LLM providers the pack registers (``register_providers``).
+    providers: tuple[str, ...] = ()
+    #: Those of ``providers`` that read streams (``toolset.stream(name)``).
+    streaming_providers: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -184,11 +192,14 @@ def _answers_to(name: str, source: str, tool: str) -> set[str]:
 )
 @attrs.frozen
 class Conflict:
-    """Several packs register one tool name; none of them is offered until one is disabled."""
+    """Several packs register one tool (or provider) name; none of them is offered until one
+    is disabled."""
 
+    #: The name registered more than once (a tool's, or for ``kind="provider"`` a provider's).
     tool: str
     #: ``(pack name, version, source, pack id)`` for every registration of the name.
     packs: tuple[tuple[str, str | None, str, str], ...]
+    kind: Literal["tool", "provider"] = "tool"
 
     @property
     def message(self) -> str:
@@ -199,7 +210,7 @@ class Conflict:
             detail = f"{source}, {where}" if where else source
             described.append(f"pack {name!r} {version or '(no version)'} ({detail})")
         return (
-            f"tool {self.tool!r} is registered by {' and '.join(described)}; "
+            f"{self.kind} {self.tool!r} is registered by {' and '.join(described)}; "
             f"neither is offered. {self._advice()}"
         )
 
@@ -254,6 +265,9 @@ class Catalogue:
     packs: tuple[PackInfo, ...] = ()
     tools: tuple[ToolInfo, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
+    #: Provider names several packs register (none of them is offered; the packs' providers
+    #: are in ``PackInfo.providers``).
+    provider_conflicts: tuple[Conflict, ...] = ()
     _by_name: Mapping[str, ToolInfo] = attrs.field(
         init=False,
         eq=False,
@@ -266,6 +280,13 @@ class Catalogue:
     def tool(self, name: str) -> ToolInfo | None:
         """Return the offered tool of that name, or None."""
         return self._by_name.get(name)
+
+    def provider_conflict(self, name: str) -> Conflict | None:
+        """Return the conflict that keeps a provider name from being offered, or None."""
+        for conflict in self.provider_conflicts:
+            if conflict.tool == name:
+                return conflict
+        return None
 
     def conflict(self, name: str) -> Conflict | None:
         """Return the conflict that keeps a tool name from being offered, or None."""
@@ -285,7 +306,8 @@ class Catalogue:
     def errors(self) -> list[str]:
         """Every load error and conflict, as messages."""
         found = [f"pack {pack.name!r}: {pack.error}" for pack in self.packs if pack.error]
-        return found + [conflict.message for conflict in self.conflicts]
+        conflicts = (*self.conflicts, *self.provider_conflicts)
+        return found + [conflict.message for conflict in conflicts]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (the manifest cache's payload)."""
@@ -310,10 +332,16 @@ def _read_catalogue(data: Mapping[str, Any]) -> Catalogue:
     return Catalogue(
         packs=tuple(_read_pack(item) for item in data.get("packs", ())),
         tools=tuple(_read_tool(item) for item in data.get("tools", ())),
-        conflicts=tuple(
-            Conflict(tool=item["tool"], packs=_load_packs(item["packs"]))
-            for item in data.get("conflicts", ())
+        conflicts=tuple(_read_conflict(item) for item in data.get("conflicts", ())),
+        provider_conflicts=tuple(
+            _read_conflict(item) for item in data.get("provider_conflicts", ())
         ),
+    )
+
+
+def _read_conflict(data: Mapping[str, Any]) -> Conflict:
+    return Conflict(
+        tool=data["tool"], packs=_load_packs(data["packs"]), kind=data.get("kind", "tool")
     )
 
 
@@ -339,6 +367,8 @@ def _read_pack(data: Mapping[str, Any]) -> PackInfo:
             CommandInfo(name=item["name"], help=item.get("help", ""))
             for item in data.get("commands", ())
         ),
+        providers=tuple(data.get("providers", ())),
+        streaming_providers=tuple(data.get("streaming_providers", ())),
     )
 
 
@@ -382,3 +412,47 @@ def _read_field(data: Mapping[str, Any]) -> ConfigField:
         enum=data.get("enum"),
         depends_on=None if data.get("depends_on") is None else dict(data["depends_on"]),
     )
+
+
+class _Registration(Protocol):
+    """What a pack registers under a name: a tool (``ToolInfo``) or a provider."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pack(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def source(self) -> Source: ...
+    @property
+    def pack_id(self) -> str: ...
+
+
+_Registered = TypeVar("_Registered", bound=_Registration)
+
+
+def withhold_conflicts(
+    infos: Sequence[_Registered],
+    previous: Sequence[Conflict] = (),
+    kind: Literal["tool", "provider"] = "tool",
+) -> tuple[list[_Registered], list[Conflict]]:
+    """Offer each name registered once; a name several packs register (now, or in
+    ``previous`` conflicts) offers none, and is reported as a ``Conflict`` of ``kind``."""
+    by_name: dict[str, list[_Registered]] = {}
+    for info in infos:
+        by_name.setdefault(info.name, []).append(info)
+    known = {conflict.tool: conflict for conflict in previous}
+    offered: list[_Registered] = []
+    conflicts: list[Conflict] = []
+    for name, group in by_name.items():
+        if len(group) == 1 and name not in known:
+            offered.append(group[0])
+            continue
+        earlier = known.pop(name, None)
+        packs = (earlier.packs if earlier else ()) + tuple(
+            (info.pack, info.version, info.source, info.pack_id) for info in group
+        )
+        conflicts.append(Conflict(tool=name, packs=packs, kind=kind))
+    conflicts.extend(known.values())
+    return offered, conflicts

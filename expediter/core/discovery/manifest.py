@@ -18,7 +18,8 @@ that budget.
 
 A cached catalogue is checked before it is used (``read``): every pack must be where a
 discovery source finds one (a module of a tools directory or of the built-ins, as the key lists
-them, allowed by the plugin switches), and every tool must belong to a pack that registers it.
+them, allowed by the plugin switches), and every tool must belong to a pack that registers
+it.
 A cache that names anything else was not written by discovery: it is ignored, with a warning,
 and rebuilt. Entry points are checked against ``importlib.metadata`` just before their pack is
 imported (``packs.load_pack``): listing them here would cost a warm ``tools list`` more than its
@@ -60,8 +61,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Bump when the catalogue's JSON form or the way it is built changes.
-FORMAT = 5
+#: Bump when the catalogue's JSON form or the way it is built changes (6: the providers
+#: packs register).
+FORMAT = 6
 
 #: ``(pack name, pack id, ((command, one-line help), ...))`` for each pack adding commands.
 PackCommands = tuple[str, str, tuple[tuple[str, str], ...]]

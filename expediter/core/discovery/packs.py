@@ -39,9 +39,17 @@ from expediter.core.discovery.catalogue import (
     PackLocation,
     Source,
     ToolInfo,
+    withhold_conflicts,
 )
 from expediter.core.discovery.loading import ToolType, coerce_actions, make_relay
 from expediter.core.discovery.manifest import open_to_everyone
+from expediter.core.discovery.providers import HOOK as PROVIDERS_HOOK
+from expediter.core.discovery.providers import (
+    ProviderCheck,
+    ProviderInfo,
+    registered_providers,
+    resolve_provider_conflicts,
+)
 from expediter.core.records.text import clean_text
 from expediter.hookspecs import HOST_HOOKS, PROJECT_NAME, TOOL_HOOKS
 from expediter.hookspecs import host as host_spec
@@ -101,6 +109,10 @@ class LoadedPack:
     types: list[ToolType] = attrs.Factory(list)
     infos: list[ToolInfo] = attrs.Factory(list)
     host_plugins: list[tuple[str, object]] = attrs.Factory(list)
+    #: The providers the pack registers, as described at discovery (``describe=True``).
+    providers: list[ProviderInfo] = attrs.Factory(list)
+    #: The provider objects those descriptions were made from, by name.
+    provider_objects: dict[str, object] = attrs.Factory(dict)
 
 
 # -- finding --------------------------------------------------------------------------------------
@@ -568,7 +580,40 @@ def describe_tool(tool_type: ToolType) -> ToolInfo:
     )
 
 
-def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
+def _describe_providers(loader: _PackLoader, pack: LoadedPack, check: ProviderCheck) -> None:
+    """Run the pack's ``register_providers`` hooks and describe each provider they register;
+    a hook that raises, or an object ``check`` refuses, is a load error of the pack."""
+    ref = loader.ref
+    try:
+        objects = registered_providers(pack.host_plugins)
+    except (Exception, SystemExit) as exc:
+        loader.errors.append(f"register_providers: {_error_text(exc)}")
+        logger.warning(
+            "tool pack %s failed to register its providers: %s",
+            ref.name,
+            _error_text(exc),
+            exc_info=True,
+            extra={"pack": ref.name},
+        )
+        return
+    for obj in objects:
+        try:
+            name, streaming = check(obj)
+            if name in pack.provider_objects:
+                raise ValueError(f"provider {name!r} is registered twice")
+        except Exception as exc:
+            problem = f"register_providers: {exc}"
+            loader.errors.append(problem)
+            logger.warning("tool pack %s: %s", ref.name, problem, extra={"pack": ref.name})
+            continue
+        info = ProviderInfo(name, ref.name, streaming, ref.version, ref.source, pack.info.id)
+        pack.providers.append(info)
+        pack.provider_objects[name] = obj
+
+
+def _finish(
+    loader: _PackLoader, *, describe: bool, provider_check: ProviderCheck | None = None
+) -> LoadedPack:
     ref = loader.ref
     pack = LoadedPack(info=PackInfo(ref.name, ref.version, ref.source, ref.location))
     for candidate in loader.candidates:
@@ -623,24 +668,31 @@ def _finish(loader: _PackLoader, *, describe: bool) -> LoadedPack:
                 exc_info=True,
                 extra={"pack": ref.name},
             )
+    # Providers are described at discovery (the manifest keeps their names), so listing them
+    # and the `--provider` choices import no pack.
+    if describe and provider_check is not None and PROVIDERS_HOOK in loader.hooks:
+        _describe_providers(loader, pack, provider_check)
     pack.info = attrs.evolve(
         pack.info,
         hooks=tuple(sorted(loader.hooks)),
-        # `register_commands` is the command line's hook (``commands``), not the call
-        # pipeline's: a pack adding only tools and commands is imported to run one of them,
-        # never to build the host's plugin manager.
+        # `register_commands` is the command line's hook (``commands``) and
+        # `register_providers` the turns' (``providers``), not the call pipeline's: a pack
+        # adding only tools, commands and providers is imported to use one of them, never to
+        # build the host's plugin manager.
         host_hooks=tuple(
             sorted(
                 {
                     hook
                     for _, obj in loader.host_plugins
                     for hook in _host_hooks(obj)
-                    if hook != "register_commands"
+                    if hook not in ("register_commands", PROVIDERS_HOOK)
                 }
             )
         ),
         tools=tuple(tool_type.name for tool_type in pack.types),
         commands=commands,
+        providers=tuple(info.name for info in pack.providers),
+        streaming_providers=tuple(info.name for info in pack.providers if info.streaming),
         error="; ".join(loader.errors) or None,
     )
     return pack
@@ -677,17 +729,29 @@ def _describe_commands(pack: LoadedPack) -> tuple[CommandInfo, ...]:
     return tuple(described)
 
 
-def load_pack(ref: PackRef, *, describe: bool = True) -> LoadedPack:
-    """Import a pack and collect its tools; errors are recorded in ``info.error``, never raised."""
+def load_pack(
+    ref: PackRef, *, describe: bool = True, provider_check: ProviderCheck | None = None
+) -> LoadedPack:
+    """Import a pack and collect its tools; errors are recorded in ``info.error``, never raised.
+
+    With ``describe``, the pack's tools, commands and (given ``provider_check``, which the host
+    hands in) providers are described for the catalogue.
+    """
     loader = _PackLoader(ref)
     if ref.source == "entry-point":
         _load_entry_points(loader)
     else:
         _load_module_file(loader)
-    return _finish(loader, describe=describe)
+    return _finish(loader, describe=describe, provider_check=provider_check)
 
 
-def load_objects(name: str, objects: Iterable[object], *, describe: bool = True) -> LoadedPack:
+def load_objects(
+    name: str,
+    objects: Iterable[object],
+    *,
+    describe: bool = True,
+    provider_check: ProviderCheck | None = None,
+) -> LoadedPack:
     """Load in-process objects (``Host(plugins=[...])``) as one pack named ``name``."""
     ref = PackRef(name=name, version=None, source="host", location=PackLocation())
     loader = _PackLoader(ref)
@@ -698,36 +762,27 @@ def load_objects(name: str, objects: Iterable[object], *, describe: bool = True)
             loader.add_object(obj, label, module_is_tool=_is_raw_tool(obj) or not _host_hooks(obj))
         except Exception as exc:
             loader.errors.append(f"{label}: {_error_text(exc)}")
-    return _finish(loader, describe=describe)
+    return _finish(loader, describe=describe, provider_check=provider_check)
 
 
 def resolve_conflicts(
     infos: Sequence[ToolInfo], previous: Sequence[Conflict] = ()
 ) -> tuple[list[ToolInfo], list[Conflict]]:
     """Offer each tool name registered once; names registered by several packs offer none."""
-    by_name: dict[str, list[ToolInfo]] = {}
-    for info in infos:
-        by_name.setdefault(info.name, []).append(info)
-    known = {conflict.tool: conflict for conflict in previous}
-    offered: list[ToolInfo] = []
-    conflicts: list[Conflict] = []
-    for name, group in by_name.items():
-        if len(group) == 1 and name not in known:
-            offered.append(group[0])
-            continue
-        earlier = known.pop(name, None)
-        packs = (earlier.packs if earlier else ()) + tuple(
-            (info.pack, info.version, info.source, info.pack_id) for info in group
-        )
-        conflicts.append(Conflict(tool=name, packs=packs))
-    conflicts.extend(known.values())
-    return offered, conflicts
+    return withhold_conflicts(infos, previous)
 
 
 def build_catalogue(packs: Sequence[LoadedPack]) -> Catalogue:
-    """Combine loaded packs into a catalogue, withholding tool names that conflict."""
+    """Combine loaded packs into a catalogue, withholding tool and provider names that
+    conflict."""
     infos = [info for pack in packs for info in pack.infos]
     offered, conflicts = resolve_conflicts(infos)
+    _, provider_conflicts = resolve_provider_conflicts(
+        [info for pack in packs for info in pack.providers]
+    )
     return Catalogue(
-        packs=tuple(pack.info for pack in packs), tools=tuple(offered), conflicts=tuple(conflicts)
+        packs=tuple(pack.info for pack in packs),
+        tools=tuple(offered),
+        conflicts=tuple(conflicts),
+        provider_conflicts=tuple(provider_conflicts),
     )

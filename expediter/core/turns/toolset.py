@@ -12,8 +12,9 @@ import attrs
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.digests import config_key
 from expediter.core.records.text import echo
+from expediter.core.turns.callstream import CallStream
 from expediter.core.turns.naming import NameMap, assign_names
-from expediter.core.turns.providers import get_provider
+from expediter.core.turns.providers import get_provider, name_rule
 from expediter.core.turns.providers.base import (
     CallResult,
     Provider,
@@ -27,11 +28,6 @@ from expediter.core.turns.providers.jsonschema import (
     model_schema,
     read_only,
     strip_optional_nulls,
-)
-from expediter.core.turns.providers.streaming import (
-    AnthropicStream,
-    OpenAIChatStream,
-    StreamAccumulator,
 )
 from expediter.errors import ArgumentError, UnknownProvider
 from expediter.hookspecs.tool import Action, CallContext
@@ -266,13 +262,24 @@ class Toolset:
     # -- schemas ------------------------------------------------------------------------------
 
     def schemas(self, provider: str, strict: bool = False) -> list[dict[str, Any]]:
-        """The list the provider's ``tools`` field takes (strict mode for OpenAI/Anthropic)."""
-        adapter = get_provider(provider)
+        """The list the provider's ``tools`` field takes (strict mode for OpenAI/Anthropic).
+
+        A function whose name the provider does not accept (its ``max_name_length`` and
+        ``name_pattern``) is left out of that provider's list, with a logged warning."""
+        adapter = self._offers.provider(provider)
         specs = self._composition.specs.get((adapter.name, strict))
         if specs is None:
-            specs = [self._offers.spec(adapter, offered, strict) for offered in self.actions]
+            fits = name_rule(adapter)
+            specs = [
+                self._offers.spec(adapter, offered, strict)
+                for offered in self.actions
+                if fits is None or _fits(fits, offered.name, adapter)
+            ]
             self._composition.specs[(adapter.name, strict)] = specs
-        return adapter.tools(specs)
+        try:
+            return adapter.tools(specs)
+        except Exception as exc:  # the built-in adapters never raise here; a pack's might
+            raise _adapter_failed(adapter, "building the tool list", exc) from exc
 
     # -- running ------------------------------------------------------------------------------
 
@@ -351,7 +358,7 @@ class Toolset:
         Whatever the model wrote, each call is a ``ToolCall`` (with ``error`` set when it
         cannot run as written); only a response that is not a JSON object raises
         (``ArgumentError``)."""
-        adapter = get_provider(provider)
+        adapter = self._offers.provider(provider)
         if type(response) is not dict and not isinstance(response, Mapping):
             raise ArgumentError(
                 f"a {adapter.name} response must be a JSON object, not {json_kind(response)}"
@@ -359,25 +366,27 @@ class Toolset:
         try:
             raws = adapter.read_calls(response)
         except Exception as exc:  # the built-in adapters never raise here; a pack's might
-            raise ArgumentError(
-                f"the {adapter.name} adapter failed reading the response "
-                f"({type(exc).__name__}): report it to the adapter's authors"
-            ) from exc
+            raise _adapter_failed(adapter, "reading the response", exc) from exc
         return [self._call(raw) for raw in raws]
 
-    def stream(self, provider: str) -> StreamAccumulator:
-        """An accumulator for a streamed response: ``feed()`` events, then ``parse_calls``."""
-        adapter = get_provider(provider)
-        if adapter.name in ("openai", "mistral"):
-            return OpenAIChatStream()
-        if adapter.name == "anthropic":
-            return AnthropicStream()
-        raise UnknownProvider(f"no streaming helper for {adapter.name}; parse the final response")
+    def stream(self, provider: str) -> CallStream:
+        """A new accumulator for one streamed response: ``feed(chunk)`` each chunk or event
+        as the provider's SDK yields it (or its parsed JSON), then ``calls()``, ``text()``
+        and ``message()``. Every provider streams (``UnknownProvider`` for an adapter that
+        does not)."""
+        adapter = self._offers.provider(provider)
+        try:
+            return CallStream(adapter.stream(), self._call, adapter.name)
+        except UnknownProvider:
+            raise
+        except Exception as exc:  # a pack's adapter that raises, or returns no accumulator
+            raise _adapter_failed(adapter, "making a stream accumulator", exc) from exc
 
-    def parse_stream(self, provider: str, events: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
-        """Parse the calls of a whole streamed response (a chunk that is not an object is
-        skipped; ``ArgumentError`` when ``events`` is not a sequence of chunks)."""
-        return self.parse_calls(provider, self.stream(provider).feed_all(events).response())
+    def parse_stream(self, provider: str, chunks: Iterable[Any]) -> list[ToolCall]:
+        """The calls of a whole streamed response: ``stream(provider).feed_all(chunks)
+        .calls()`` (a chunk of the wrong shape is skipped; ``ArgumentError`` when ``chunks``
+        is not a sequence of chunks)."""
+        return self.stream(provider).feed_all(chunks).calls()
 
     def result_messages(
         self,
@@ -399,7 +408,37 @@ class Toolset:
             if result is None and call.error is not None:
                 result = _Unrunnable(call.call_id, call.error)
             results.append(result)
-        return get_provider(provider).result_messages(calls, results)
+        adapter = self._offers.provider(provider)
+        try:
+            return adapter.result_messages(calls, results)
+        except Exception as exc:  # the built-in adapters never raise here; a pack's might
+            raise _adapter_failed(adapter, "building the result messages", exc) from exc
+
+
+def _adapter_failed(adapter: Provider, doing: str, exc: Exception) -> ArgumentError:
+    """The error for an adapter that raised: it names the adapter's class, so a pack's bug
+    is reported to the pack (the exception's text is left out: it may quote the model)."""
+    kind = type(adapter)
+    return ArgumentError(
+        f"the {adapter.name} adapter failed {doing} ({type(exc).__name__}): report it to "
+        f"the adapter's authors ({kind.__module__}.{kind.__qualname__})"
+    )
+
+
+def _fits(fits: Callable[[str], bool], name: str, adapter: Provider) -> bool:
+    """Whether the provider accepts a function name (a warning when it does not)."""
+    if fits(name):
+        return True
+    logger.warning(
+        "function %s is not offered to %s: the provider takes names of at most %d "
+        "characters matching %s",
+        echo(name),
+        adapter.name,
+        adapter.max_name_length,
+        adapter.name_pattern,
+        extra={"provider": adapter.name},
+    )
+    return False
 
 
 class Offers:
@@ -417,11 +456,15 @@ class Offers:
         load: Callable[..., LoadedTool],
         runner: Runner,
         listing_context: Callable[[LoadedTool, str | None, str | None, bool], CallContext],
+        provider: Callable[[str], Provider] = get_provider,
     ) -> None:
         self._catalogue = catalogue
         self._tool_info = tool_info
         self._load = load
         self.runner = runner
+        #: The adapter for a provider name: the host's lookup knows the packs' providers too
+        #: (default: the built-ins only); ``UnknownProvider`` for a name nobody registered.
+        self.provider = provider
         #: The context a configured instance lists its actions with: ``(loaded tool,
         #: invoker, owner, stored)`` -> a context with the instance's secrets, the operator's
         #: egress ranges and, for a stored instance, its OAuth tokens (a remote tool needs
@@ -494,7 +537,11 @@ class Offers:
                         offered.name,
                         type(exc).__name__,
                     )
-            cached = (offered.action, read_only(adapter.parameters(parameters)), is_strict)
+            try:
+                adapted = adapter.parameters(parameters)
+            except Exception as exc:  # the built-in adapters never raise here; a pack's might
+                raise _adapter_failed(adapter, f"adapting {offered.name}'s schema", exc) from exc
+            cached = (offered.action, read_only(adapted), is_strict)
             if len(self._schemas) >= 8192:
                 self._schemas.clear()  # dynamic actions replace theirs: keep no dead ones
             self._schemas[key] = cached

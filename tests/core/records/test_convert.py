@@ -181,6 +181,8 @@ def test_catalogue_record_forms() -> None:
         ("error", None),
         ("location", LOCATION.to_dict()),
         ("commands", []),
+        ("providers", []),
+        ("streaming_providers", []),
     ]
     assert list(TOOL.to_dict()) == [
         "name",
@@ -203,6 +205,7 @@ def test_catalogue_record_forms() -> None:
             {"name": "b", "version": None, "source": "host", "id": ""},
         ],
         "message": CONFLICT.message,
+        "kind": "tool",
     }
     for record in (LOCATION, PACK, TOOL, CONFLICT):
         assert type(record).from_dict(json.loads(json.dumps(record.to_dict()))) == record

@@ -9,6 +9,7 @@ from expediter.core.turns.providers.base import (
     CallResult,
     Provider,
     RawCall,
+    StreamAccumulator,
     ToolSpec,
     as_list,
     given_id,
@@ -17,6 +18,7 @@ from expediter.core.turns.providers.base import (
     synthetic_id,
     text_field,
 )
+from expediter.core.turns.providers.streams_anthropic import AnthropicStream
 
 __all__ = ["Anthropic"]
 
@@ -38,6 +40,9 @@ class Anthropic(Provider):
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         return read_each(as_list(response.get("content")), self._read_call)
+
+    def stream(self) -> StreamAccumulator:
+        return AnthropicStream(self.read_calls)
 
     def _read_call(self, block: Any, index: int) -> RawCall | None:
         if not isinstance(block, Mapping) or block.get("type") != "tool_use":

@@ -385,17 +385,20 @@ class StreamAccumulator:
 
 class Provider:
     """A provider adapter: the protocol every provider implements, built-in or from a pack
-    (public as ``expediter.Provider``; packs register instances through the
+    (public as ``expediter.Provider``, with what adapters are written with in
+    ``expediter.providers``; packs register instances through the
     ``register_providers(register)`` hook). Subclass it and override what differs.
 
-    - ``name``: what users pass as ``provider`` (lower case, ``[a-z0-9][a-z0-9._-]*``).
+    - ``name``: what users pass as ``provider`` (lower case, ``[a-z0-9][a-z0-9._-]*``, at
+      most 64 characters; a pack may not take a built-in's).
     - ``tool`` / ``tools``: the request's tool list; ``parameters``: adapt a JSON Schema to
       what the provider accepts; ``strict_parameters``: the strict-mode form (raise
       ``NotStrictable`` when there is none), used when ``supports_strict``.
     - ``read_calls``: a whole response into ``RawCall``s; ``stream()``: an accumulator for a
       streamed one (``streaming`` is true when an adapter overrides it).
     - ``result_messages``: the messages carrying results back.
-    - ``max_name_length`` and ``name_pattern``: the function names the provider accepts.
+    - ``max_name_length`` and ``name_pattern``: the function names the provider accepts (a
+      function whose name breaks them is left out of its ``toolset.schemas`` list).
     """
 
     name: ClassVar[str] = ""

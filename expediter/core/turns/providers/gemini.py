@@ -9,6 +9,7 @@ from expediter.core.turns.providers.base import (
     CallResult,
     Provider,
     RawCall,
+    StreamAccumulator,
     ToolSpec,
     Unreadable,
     as_list,
@@ -21,6 +22,7 @@ from expediter.core.turns.providers.base import (
     text_field,
 )
 from expediter.core.turns.providers.jsonschema import gemini_schema
+from expediter.core.turns.providers.streams_gemini import GeminiStream
 
 __all__ = ["Gemini"]
 
@@ -58,6 +60,9 @@ class Gemini(Provider):
         parts = _parts(response)
         make_id = id_maker(parts)  # an id-less call's id follows from every part and its place
         return read_each(parts, lambda part, index: self._read_call(part, index, make_id), make_id)
+
+    def stream(self) -> StreamAccumulator:
+        return GeminiStream(self.read_calls)
 
     def _read_call(self, part: Any, index: int, make_id: Callable[[int], str]) -> RawCall | None:
         if not isinstance(part, Mapping):

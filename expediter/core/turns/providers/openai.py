@@ -10,6 +10,7 @@ from expediter.core.turns.providers.base import (
     Malformed,
     Provider,
     RawCall,
+    StreamAccumulator,
     ToolSpec,
     as_list,
     field,
@@ -20,6 +21,8 @@ from expediter.core.turns.providers.base import (
     synthetic_id,
     text_field,
 )
+from expediter.core.turns.providers.streams_ollama import OllamaStream
+from expediter.core.turns.providers.streams_openai import OpenAIChatStream, ResponsesStream
 
 __all__ = ["Mistral", "Ollama", "OpenAIChat", "OpenAIResponses"]
 
@@ -53,6 +56,9 @@ class OpenAIChat(Provider):
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         return read_each(as_list(_message(response).get("tool_calls")), self._read_call)
+
+    def stream(self) -> StreamAccumulator:
+        return OpenAIChatStream(self.read_calls)
 
     def _read_call(self, item: Any, index: int) -> RawCall | None:
         # Plain type checks first, the slower general ones only off the usual path: the turn
@@ -106,6 +112,9 @@ class Ollama(OpenAIChat):
     name: ClassVar[str] = "ollama"
     supports_strict: ClassVar[bool] = False
 
+    def stream(self) -> StreamAccumulator:
+        return OllamaStream(self.read_calls)
+
     def reply(self, call: Any, text: str) -> dict[str, Any]:
         return {"role": "tool", "tool_name": call.name, "content": text}
 
@@ -126,6 +135,9 @@ class OpenAIResponses(Provider):
 
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         return read_each(as_list(response.get("output")), self._read_call)
+
+    def stream(self) -> StreamAccumulator:
+        return ResponsesStream(self.read_calls)
 
     def _read_call(self, item: Any, index: int) -> RawCall | None:
         if not isinstance(item, Mapping) or item.get("type") != "function_call":

@@ -1,199 +1,195 @@
-"""Streaming: collect OpenAI ``tool_calls`` deltas and Anthropic ``input_json_delta`` fragments
-into the response a non-streaming call would have returned, so parsing is the same.
+"""What every stream accumulator shares: reading a chunk's fields (a JSON object or an SDK
+object, read in place), joining a call's streamed argument pieces, and deciding whether a call
+whose end did not arrive is complete.
 
-Chunks come from the model's side: a chunk that is not an object, or a field of the wrong
-kind, never raises here. A call's field that arrives as something other than text is kept as
-it came, so that parsing the response refuses that call and says which field was wrong.
+The accumulators themselves live beside it, one module per wire format:
+``streams_openai`` (Chat Completions, Mistral, Responses), ``streams_anthropic``,
+``streams_gemini`` and ``streams_ollama``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeGuard
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from expediter.core.turns.providers.base import as_list, decode_json
-from expediter.errors import ArgumentError
+import attrs
 
-__all__ = ["AnthropicStream", "OpenAIChatStream", "StreamAccumulator"]
+from expediter.core.turns.providers.base import Malformed, RawCall
 
+__all__ = [
+    "by_index",
+    "fields_of",
+    "joined_arguments",
+    "mark_unfinished",
+    "plain",
+    "sent_arguments",
+    "skipped",
+    "unfinished",
+]
 
-def _is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _add(call: dict[str, Any], key: str, piece: Any) -> None:
-    """Add one streamed piece of a text field (a name, the arguments) to a call, when the
-    piece or the field so far is not text (the usual case is handled inline)."""
-    current = call[key]
-    if type(current) is str:
-        if type(piece) is str:
-            call[key] = current + piece
-        else:  # a whole object at once, or a field of the wrong kind: parsing decides
-            call[key] = [current, piece] if current else piece
-    elif type(current) is not list:
-        call[key] = [current, piece]  # an object followed by more: never one object
-    # A list is already refused by parsing, whatever follows.
+logger = logging.getLogger(__name__)
 
 
-class StreamAccumulator:
-    """Feed stream events in order; ``response()`` is the equivalent complete response."""
+#: Whether each type met is an SDK (pydantic) model class. A cache, because asking a model
+#: class costs more than reading a whole chunk: the stream budget (DESIGN section 9). Only
+#: types land here (JSON values are a handful of them), and it stops growing at 1,000.
+_MODEL_TYPES: dict[type, bool] = {}
 
-    def feed(self, event: Mapping[str, Any]) -> None:
-        """Take one streamed chunk or event (its parsed JSON, or the SDK's ``model_dump()``);
-        anything that is not an object is skipped."""
-        raise NotImplementedError
 
-    def feed_all(self, events: Iterable[Mapping[str, Any]]) -> StreamAccumulator:
-        """Take every event of a stream; returns self."""
-        if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
-            raise ArgumentError(
-                "a stream is a sequence of chunks (each a parsed JSON object), "
-                f"not {type(events).__name__}"
+def _is_model_type(kind: type) -> bool:
+    known = _MODEL_TYPES.get(kind)
+    if known is None:
+        known = hasattr(kind, "__pydantic_fields__")
+        if len(_MODEL_TYPES) < 1_000:
+            _MODEL_TYPES[kind] = known
+    return known
+
+
+def fields_of(value: Any) -> Mapping[str, Any] | None:
+    """A chunk's object as a mapping: a JSON object as is, an SDK (pydantic) object's fields
+    read in place (its ``__dict__``, no copy, no ``model_dump``); None for anything else.
+
+    Callers test ``type(value) is dict`` first: this is the slower path."""
+    if _is_model_type(type(value)):
+        fields = getattr(value, "__dict__", None)
+        return fields if type(fields) is dict else None
+    if isinstance(value, Mapping):
+        return value
+    return None
+
+
+def plain(value: Any) -> Any:
+    """An object of a chunk as a JSON-shaped dict (an SDK object dumped by its JSON names,
+    without unset fields); other values as they are. Only for what is kept, once per item:
+    never per chunk."""
+    if type(value) is dict:
+        return value
+    if _is_model_type(type(value)):
+        try:
+            return value.model_dump(by_alias=True, exclude_none=True)
+        except Exception:  # an SDK object that cannot write itself out: nothing to keep
+            logger.debug("a streamed SDK object could not be dumped", exc_info=True)
+            return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def by_index(entries: list[Any]) -> list[Any]:
+    """Entries (calls, blocks, items) in the order of their ``index`` when each has an integer
+    one, as the complete response orders them (arrival order for ties); else as they came."""
+    if len(entries) < 2 or any(type(entry.index) is not int for entry in entries):
+        return entries
+    return sorted(entries, key=_index_of)
+
+
+def _index_of(entry: Any) -> int:
+    index: int = entry.index
+    return index
+
+
+def skipped(chunk: Any, exc: Exception) -> None:
+    """Note a chunk the accumulator could not read (it is skipped, never raised on)."""
+    logger.debug(
+        "a stream chunk could not be read and was skipped",
+        extra={"chunk_type": type(chunk).__name__},
+        exc_info=exc,
+    )
+
+
+def _paired(text: str) -> str:
+    """Text whose surrogate halves, streamed in separate chunks (each chunk's JSON carried one
+    ``\\udXXX`` escape), are joined into the characters they encode; lone halves stay."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return text
+
+
+def joined_arguments(pieces: list[Any], mixed: bool) -> Any:
+    """A call's streamed argument pieces as one value: the joined text (decoded once, later),
+    or, when some piece was not text (``mixed``), bytes joined and decoded as UTF-8, a single
+    object as it came (Mistral sends whole objects), or the pieces as a list, which parsing
+    refuses ("not an array")."""
+    if not mixed:
+        return _paired(pieces[0] if len(pieces) == 1 else "".join(pieces))
+    if all(type(piece) is str or isinstance(piece, bytes | bytearray) for piece in pieces):
+        data = b"".join(
+            piece.encode("utf-8", "surrogatepass") if type(piece) is str else bytes(piece)
+            for piece in pieces
+        )
+        try:
+            return _paired(data.decode("utf-8", "surrogatepass"))
+        except UnicodeDecodeError as exc:
+            return Malformed(
+                f"the arguments are not valid UTF-8 text (byte {exc.start} cannot be read)"
             )
-        for event in events:
-            self.feed(event)
-        return self
-
-    def response(self) -> dict[str, Any]:
-        """The response as the non-streaming API would have returned it."""
-        raise NotImplementedError
+    return pieces[0] if len(pieces) == 1 else list(pieces)
 
 
-class OpenAIChatStream(StreamAccumulator):
-    """Chat Completions chunks (also Mistral's): ``choices[0].delta.tool_calls[]`` by index."""
+def unfinished(arguments: Any) -> bool:
+    """Whether arguments whose call's end did not arrive can only be the start of the call's
+    arguments: text that does not decode, or decodes to something other than an object.
 
-    def __init__(self) -> None:
-        self._text: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
-
-    def feed(self, event: Mapping[str, Any]) -> None:
-        # Plain type checks before the general ones, and text added inline: this runs once
-        # per chunk (DESIGN section 9: within the provider SDK's own accumulator's time).
-        if not _is_object(event):
-            return
-        choices = as_list(event.get("choices"))
-        if not choices or not _is_object(choices[0]):
-            return
-        delta = choices[0].get("delta")
-        if not _is_object(delta):
-            return
-        content = delta.get("content")
-        if content and type(content) is str:
-            self._text.append(content)
-        for fragment in as_list(delta.get("tool_calls")):
-            if not _is_object(fragment):
-                continue
-            index = fragment.get("index")
-            if type(index) is not int:
-                index = 0  # missing (Mistral), or not a number
-            call = self._calls.get(index)
-            given = fragment.get("id")
-            if (
-                call is not None
-                and given
-                and type(given) is str
-                and call["id"] is not None
-                and call["id"] != given
-            ):
-                # A new id at a used index: a provider (Mistral) that streams whole calls
-                # without an index. Keep the calls apart, in arrival order.
-                index = max(self._calls) + 1
-                call = None
-            if call is None:
-                call = self._calls[index] = {"id": None, "name": "", "arguments": ""}
-            if given:
-                call["id"] = given  # not text: kept, and the parsed call refused
-            function = fragment.get("function") or {}
-            if not _is_object(function):
-                call["malformed"] = function  # read later into the call's error
-                continue
-            name = function.get("name")
-            if name:
-                if type(name) is str and type(call["name"]) is str:
-                    call["name"] += name
-                else:
-                    _add(call, "name", name)
-            arguments = function.get("arguments")
-            if arguments:
-                if type(arguments) is str and type(call["arguments"]) is str:
-                    call["arguments"] += arguments
-                else:
-                    _add(call, "arguments", arguments)
-
-    def response(self) -> dict[str, Any]:
-        calls = [
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": call["malformed"]
-                if "malformed" in call
-                else {"name": call["name"], "arguments": call["arguments"]},
-            }
-            for _, call in sorted(self._calls.items())
-        ]
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) or None}
-        if calls:
-            message["tool_calls"] = calls
-        return {"choices": [{"index": 0, "message": message}]}
+    A JSON object is self-delimiting, so text that decodes to one is complete whatever the
+    stream did next; text with a problem no continuation could mend (another value after the
+    first, nesting too deep, an integer too long) is reported as that problem instead."""
+    if type(arguments) is not str:
+        return False  # an object sent whole, or a value parsing refuses for what it is
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        return exc.msg != "Extra data"
+    except (ValueError, RecursionError):
+        return False
+    return type(value) is not dict
 
 
-class AnthropicStream(StreamAccumulator):
-    """Messages stream events: ``content_block_start`` / ``_delta`` / ``_stop`` by index."""
+def _cut_short(raw: RawCall) -> RawCall:
+    return attrs.evolve(
+        raw,
+        arguments=Malformed(
+            "the stream ended before this call was complete (its arguments were cut short); "
+            "make the call again"
+        ),
+    )
 
-    def __init__(self) -> None:
-        self._message: dict[str, Any] = {"role": "assistant", "content": []}
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, list[Any]] = {}
-        #: Blocks some of whose ``partial_json`` pieces were not text.
-        self._mixed: set[int] = set()
 
-    def feed(self, event: Mapping[str, Any]) -> None:
-        if not _is_object(event):
-            return
-        kind = event.get("type")
-        if kind == "message_start":
-            message = event.get("message")
-            if _is_object(message):
-                self._message.update({k: v for k, v in message.items() if k != "content"})
-        elif kind == "content_block_start":
-            block = event.get("content_block")
-            index = event.get("index")
-            index = index if type(index) is int else 0
-            self._blocks[index] = dict(block) if _is_object(block) else {}
-        elif kind == "content_block_delta":
-            index = event.get("index")
-            index = index if type(index) is int else 0
-            block = self._blocks.setdefault(index, {"type": "text", "text": ""})
-            delta = event.get("delta")
-            if not _is_object(delta):
-                return
-            if delta.get("type") == "input_json_delta":
-                piece = delta.get("partial_json")
-                if piece:
-                    if type(piece) is not str:
-                        self._mixed.add(index)
-                    self._json.setdefault(index, []).append(piece)
-            elif delta.get("type") == "text_delta":
-                text, piece = block.get("text"), delta.get("text")
-                if type(piece) is str and (text is None or type(text) is str):
-                    block["text"] = (text or "") + piece
-        elif kind == "message_delta":
-            delta = event.get("delta")
-            if _is_object(delta):
-                self._message.update(delta)
+def mark_unfinished(
+    raws: list[RawCall], complete: list[bool], arguments: list[Any]
+) -> list[RawCall]:
+    """``raws`` (read from the rebuilt response, one per streamed call, in order) with the
+    arguments of each call that neither ended nor ``unfinished`` clears replaced by a
+    ``Malformed`` saying the stream ended first: never a guess at the rest."""
+    if all(complete) or len(raws) != len(complete):
+        return raws
+    return [
+        _cut_short(raw)
+        if not done and not isinstance(raw.arguments, Malformed) and unfinished(value)
+        else raw
+        for raw, done, value in zip(raws, complete, arguments, strict=True)
+    ]
 
-    def response(self) -> dict[str, Any]:
-        content = []
-        for index, block in sorted(self._blocks.items()):
-            block = dict(block)
-            fragments = self._json.get(index)
-            if block.get("type") == "tool_use" and fragments is not None:
-                if index in self._mixed:
-                    block["input"] = fragments  # not an object: parsed into an argument error
-                else:
-                    text = "".join(fragments)
-                    value, problem = decode_json(text) if text.strip() else ({}, None)
-                    # Text that does not decode is kept: parsing turns it into the error.
-                    block["input"] = text if problem is not None else value
-            content.append(block)
-        return {**self._message, "content": content}
+
+def sent_arguments(arguments: Any) -> str:
+    """A call's arguments as the JSON text a message sends back (OpenAI's APIs take only
+    text): text as it came, an object written out, anything else (a value parsing refused,
+    ``Malformed``) ``"{}"``, since the call's result says what was wrong."""
+    if type(arguments) is str:
+        return arguments
+    if isinstance(arguments, Mapping):
+        try:
+            return json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        except (ValueError, TypeError, RecursionError):
+            return "{}"
+    return "{}"
+
+
+#: What an adapter hands its accumulator: its own ``read_calls``, so a streamed call is read
+#: exactly as the same call in a complete response.
+ReadCalls = Callable[[Mapping[str, Any]], list[RawCall]]

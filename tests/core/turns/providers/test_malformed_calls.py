@@ -93,6 +93,7 @@ def test_anthropic_stream_events_of_the_wrong_shape_are_skipped(toolset: Toolset
             "content_block": {"type": "tool_use", "id": "t1", "name": "now", "input": {}},
         },
         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta"}},
+        {"type": "content_block_stop", "index": 1},
     ]
 
     (call,) = toolset.parse_stream("anthropic", events)

@@ -125,7 +125,7 @@ def test_a_truncated_openai_stream_is_an_argument_error(toolset: Toolset) -> Non
     assert calls[1].error is None
     assert calls[2].resolved
     assert calls[2].arguments == {}
-    assert "not valid JSON" in (calls[2].error or "")
+    assert "the stream ended before this call was complete" in (calls[2].error or "")
 
 
 def test_mistral_streams_use_the_openai_accumulator(toolset: Toolset) -> None:
@@ -296,4 +296,4 @@ def test_a_truncated_anthropic_stream_is_an_argument_error(toolset: Toolset) -> 
     assert calls[1].error is None
     assert calls[2].resolved
     assert calls[2].arguments == {}
-    assert "not valid JSON" in (calls[2].error or "")
+    assert "the stream ended before this call was complete" in (calls[2].error or "")
