@@ -3,7 +3,7 @@ out resolved against the toolset, as ``parse_calls`` resolves a complete respons
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
 
 from expediter.core.records.calls import ToolCall
@@ -35,9 +35,28 @@ class CallStream:
 
     def feed_all(self, chunks: Iterable[Any]) -> CallStream:
         """Take every chunk of a stream, in order; returns self (``ArgumentError`` when
-        ``chunks`` is not a sequence of chunks)."""
-        self._accumulator.feed_all(chunks)
+        ``chunks`` is not a sequence of chunks, or when a pack's accumulator raises on one)."""
+        accumulator = self._accumulator
+        if type(accumulator).feed_all is not StreamAccumulator.feed_all:
+            accumulator.feed_all(chunks)  # the adapter's own loop
+            return self
+        if isinstance(chunks, str | bytes | Mapping) or not isinstance(chunks, Iterable):
+            accumulator.feed_all(chunks)  # raises the ArgumentError saying what a stream is
+        feed = self.feed
+        for chunk in chunks:  # what the iterator raises (the network, say) is not the adapter's
+            try:
+                feed(chunk)
+            except Exception as exc:  # the built-in accumulators never raise; a pack's might
+                raise self._failed("reading a chunk", exc) from exc
         return self
+
+    def _failed(self, doing: str, exc: Exception) -> ArgumentError:
+        """The error for a pack's accumulator that raised (its text is left out: it may quote
+        the model)."""
+        return ArgumentError(
+            f"the {self._name} stream accumulator failed {doing} "
+            f"({type(exc).__name__}): report it to the adapter's authors"
+        )
 
     def calls(self) -> list[ToolCall]:
         """The calls streamed so far, in order, each resolved (or with ``error`` saying why it
@@ -49,10 +68,7 @@ class CallStream:
         try:
             return self._accumulator.raw_calls()
         except Exception as exc:  # the built-in accumulators never raise here; a pack's might
-            raise ArgumentError(
-                f"the {self._name} stream accumulator failed reading the calls "
-                f"({type(exc).__name__}): report it to the adapter's authors"
-            ) from exc
+            raise self._failed("reading the calls", exc) from exc
 
     def text(self) -> str:
         """The visible text streamed so far (not the model's reasoning)."""
@@ -65,8 +81,14 @@ class CallStream:
     def message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation, in the provider's shape
         (for ``openai-responses``: ``{"output": [items]}``, the items to add to ``input``)."""
-        return self._accumulator.message()
+        try:
+            return self._accumulator.message()
+        except Exception as exc:  # the built-in accumulators never raise here; a pack's might
+            raise self._failed("building the message", exc) from exc
 
     def response(self) -> dict[str, Any]:
         """The response the request would have returned without streaming."""
-        return self._accumulator.response()
+        try:
+            return self._accumulator.response()
+        except Exception as exc:  # the built-in accumulators never raise here; a pack's might
+            raise self._failed("building the response", exc) from exc

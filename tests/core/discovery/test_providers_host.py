@@ -275,3 +275,58 @@ def test_a_stream_accumulator_that_is_not_one_is_an_expediter_error(
     toolset = make_host(shout, Registers(odd())).toolset()
     with pytest.raises(expediter.errors.ArgumentError, match="the odd adapter failed"):
         toolset.stream("odd")
+
+
+class _Fragile(expediter.providers.StreamAccumulator):
+    """A pack's accumulator that trips over a chunk it did not expect (and a broken
+    ``message``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[RawCall] = []
+
+    def feed(self, chunk: Any) -> None:
+        self.calls.append(RawCall(chunk["id"], chunk["name"], chunk.get("args")))
+
+    def raw_calls(self) -> list[RawCall]:
+        return self.calls
+
+    def message(self) -> dict[str, Any]:
+        raise RuntimeError
+
+
+class Fragile(Echo):
+    name = "fragile"
+
+    def stream(self) -> _Fragile:
+        return _Fragile()
+
+
+def test_a_pack_accumulator_that_raises_in_parse_stream_is_an_expediter_error(
+    make_host: Callable[..., Host],
+) -> None:
+    toolset = make_host(shout, Registers(Fragile())).toolset()
+    chunks = [{"id": "1", "name": "shout", "args": {"text": "a"}}, {"model_said": "anything"}]
+    with pytest.raises(expediter.errors.ArgumentError) as caught:
+        toolset.parse_stream("fragile", chunks)
+    message = str(caught.value)
+    assert "the fragile stream accumulator failed" in message
+    assert "report it to the adapter's authors" in message
+    assert "model_said" not in message, "the pack's exception text is not copied"
+    assert type(caught.value.__cause__) is KeyError
+    stream = toolset.stream("fragile").feed_all(chunks[:1])
+    with pytest.raises(expediter.errors.ArgumentError, match="fragile stream accumulator failed"):
+        stream.message()
+
+
+def test_an_error_from_the_chunks_iterator_is_not_blamed_on_the_adapter(
+    make_host: Callable[..., Host],
+) -> None:
+    def chunks() -> Any:
+        yield {"id": "1", "name": "shout", "args": {"text": "a"}}
+        raise ConnectionError("the network went away")
+
+    toolset = make_host(shout, Registers(Fragile())).toolset()
+    with pytest.raises(ConnectionError):
+        toolset.parse_stream("fragile", chunks())
+    with pytest.raises(expediter.errors.ArgumentError, match="a stream is a sequence of chunks"):
+        toolset.parse_stream("fragile", "not chunks")

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_DEPTH",
     "CallResult",
     "Malformed",
+    "NotJSON",
     "Provider",
     "RawCall",
     "StreamAccumulator",
@@ -40,6 +41,7 @@ __all__ = [
     "json_problem",
     "parse_arguments",
     "read_each",
+    "refuse_constant",
     "result_text",
     "synthetic_id",
     "text_field",
@@ -50,24 +52,25 @@ logger = logging.getLogger(__name__)
 _ALPHABET = string.ascii_letters + string.digits
 
 
-class _NotJSON(ValueError):
+class NotJSON(ValueError):
     """A value Python's decoder reads but JSON does not have (``NaN``, ``Infinity``, 1e999)."""
 
 
-def _constant(text: str) -> Any:
-    raise _NotJSON(f"{text} is not a JSON value")
+def refuse_constant(text: str) -> Any:
+    """``parse_constant`` for a JSON decoder: NaN and Infinity are not JSON."""
+    raise NotJSON(f"{text} is not a JSON value")
 
 
 def _finite(text: str) -> float:
     number = float(text)
     if number - number != 0.0:  # inf - inf is nan: only non-finite numbers get here
-        raise _NotJSON(f"the number {text[:40]} is out of range")
+        raise NotJSON(f"the number {text[:40]} is out of range")
     return number
 
 
 # Called by the C scanner only for float literals and NaN/Infinity: integer-only arguments
 # (the turn benchmark's) decode as fast as with the default decoder.
-_DECODE = json.JSONDecoder(parse_constant=_constant, parse_float=_finite).decode
+_DECODE = json.JSONDecoder(parse_constant=refuse_constant, parse_float=_finite).decode
 
 
 class ToolSpec(NamedTuple):
@@ -251,7 +254,7 @@ def _decode_problem(exc: ValueError | RecursionError) -> str:
                 "send exactly one JSON object"
             )
         return f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    if isinstance(exc, _NotJSON):
+    if isinstance(exc, NotJSON):
         return f"the arguments are not valid JSON ({exc})"
     if isinstance(exc, RecursionError):
         return f"the arguments nest more than {MAX_DEPTH} levels deep"

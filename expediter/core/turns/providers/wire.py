@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
+from expediter.core.turns.providers.base import NotJSON, refuse_constant
 from expediter.errors import ArgumentError
 
 __all__ = ["READ_SIZE", "WireError", "WireReader", "read_wire"]
@@ -43,15 +44,7 @@ class WireError(ArgumentError):
         self.problem = problem
 
 
-class _NotJSON(ValueError):
-    """``NaN`` / ``Infinity``: Python's decoder reads them, JSON has no such values."""
-
-
-def _constant(text: str) -> Any:
-    raise _NotJSON(f"{text} is not a JSON value")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_constant)
+_DECODER = json.JSONDecoder(parse_constant=refuse_constant)
 _decode = _DECODER.decode
 _raw_decode = _DECODER.raw_decode
 
@@ -87,7 +80,7 @@ def _cut_off(exc: json.JSONDecodeError, text: str) -> bool:
 def _problem(exc: ValueError | RecursionError, what: str) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{what} is not JSON ({exc.msg}, column {exc.colno})"
-    if isinstance(exc, _NotJSON):
+    if isinstance(exc, NotJSON):
         return f"{what} is not JSON ({exc})"
     if isinstance(exc, RecursionError):
         return f"{what} is nested too deeply to read"
