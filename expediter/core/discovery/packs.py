@@ -431,6 +431,13 @@ class _PackLoader:
         self.errors: list[str] = []
         self.hooks: set[str] = set()
 
+    def failed(self, where: str, exc: BaseException, message: str, *args: object) -> None:
+        """Record a load error (``where: Type: text``, or the text alone without ``where``)
+        and log ``message % (*args, text)`` with the traceback."""
+        text = _error_text(exc)
+        self.errors.append(f"{where}: {text}" if where else text)
+        logger.warning(message, *args, text, exc_info=True, extra={"pack": self.ref.name})
+
     def register(self, tool: object, name: str | None = None) -> None:
         """The ``register`` callback handed to ``register_tools``."""
         if isinstance(tool, types.ModuleType):
@@ -513,14 +520,12 @@ def _load_entry_points(loader: _PackLoader) -> None:
             obj = EntryPoint(ep_name, value, ENTRY_POINT_GROUP).load()
             loader.add_object(obj, ep_name, module_is_tool=not _host_hooks(obj))
         except (Exception, SystemExit) as exc:
-            loader.errors.append(f"entry point {ep_name} = {value}: {_error_text(exc)}")
-            logger.warning(
+            loader.failed(
+                f"entry point {ep_name} = {value}",
+                exc,
                 "tool pack %s failed to load entry point %s: %s",
                 loader.ref.name,
                 ep_name,
-                _error_text(exc),
-                exc_info=True,
-                extra={"pack": loader.ref.name},
             )
 
 
@@ -546,14 +551,8 @@ def _load_module_file(loader: _PackLoader) -> None:
             module = _import_path(Path(location.path or ""))
         loader.add_object(module, loader.ref.name, module_is_tool=True)
     except (Exception, SystemExit) as exc:
-        loader.errors.append(_error_text(exc))
-        logger.warning(
-            "tool module %s (%s) failed to load: %s",
-            loader.ref.name,
-            location.path,
-            _error_text(exc),
-            exc_info=True,
-            extra={"pack": loader.ref.name},
+        loader.failed(
+            "", exc, "tool module %s (%s) failed to load: %s", loader.ref.name, location.path
         )
 
 
@@ -587,13 +586,8 @@ def _describe_providers(loader: _PackLoader, pack: LoadedPack, check: ProviderCh
     try:
         objects = registered_providers(pack.host_plugins)
     except (Exception, SystemExit) as exc:
-        loader.errors.append(f"register_providers: {_error_text(exc)}")
-        logger.warning(
-            "tool pack %s failed to register its providers: %s",
-            ref.name,
-            _error_text(exc),
-            exc_info=True,
-            extra={"pack": ref.name},
+        loader.failed(
+            "register_providers", exc, "tool pack %s failed to register its providers: %s", ref.name
         )
         return
     for obj in objects:
@@ -641,14 +635,12 @@ def _finish(
             try:
                 pack.infos.append(describe_tool(tool_type))
             except Exception as exc:
-                loader.errors.append(f"tool {candidate.name!r}: {_error_text(exc)}")
-                logger.warning(
+                loader.failed(
+                    f"tool {candidate.name!r}",
+                    exc,
                     "tool %s from pack %s cannot describe itself: %s",
                     candidate.name,
                     ref.name,
-                    _error_text(exc),
-                    exc_info=True,
-                    extra={"pack": loader.ref.name},
                 )
                 continue
         pack.types.append(tool_type)
@@ -660,13 +652,11 @@ def _finish(
         try:
             commands = _describe_commands(pack)
         except (Exception, SystemExit) as exc:
-            loader.errors.append(f"register_commands: {_error_text(exc)}")
-            logger.warning(
+            loader.failed(
+                "register_commands",
+                exc,
                 "tool pack %s failed to register its commands: %s",
                 ref.name,
-                _error_text(exc),
-                exc_info=True,
-                extra={"pack": ref.name},
             )
     # Providers are described at discovery (the manifest keeps their names), so listing them
     # and the `--provider` choices import no pack.
