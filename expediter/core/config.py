@@ -95,8 +95,10 @@ def _seconds(
 
 
 def _path_tuple(value: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
-    # Absolute, so a relative directory means the same modules from any working directory.
-    return tuple(Path(path).expanduser().resolve() for path in value)
+    # Absolute, so a relative directory means the same modules from any working directory;
+    # resolved and kept once, so one directory reached by two spellings (relative, a trailing
+    # slash, a symlink) is scanned once instead of conflicting with itself.
+    return tuple(dict.fromkeys(Path(path).expanduser().resolve() for path in value))
 
 
 def _tool_names(text: str | None) -> frozenset[str] | None:

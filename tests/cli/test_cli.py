@@ -224,3 +224,27 @@ def test_version_option() -> None:
 
     code, out, _ = run("--version")
     assert (code, out.strip()) == (0, f"expediter, version {__version__}")
+
+
+def test_a_tools_directory_given_by_the_environment_and_the_option_counts_once(
+    tools_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tools_dir.parent)
+    env = {
+        "EXPEDITER_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "EXPEDITER_HOME": str(tmp_path / "home"),
+        "EXPEDITER_TOOLS_PATH": "./tools",
+    }
+    result = CliRunner().invoke(
+        cli, ["--tools-dir", f"{tools_dir}/", "plugins", "--json"], prog_name="expediter", env=env
+    )
+    assert result.exit_code == 0, result.output
+    names = [pack["name"] for pack in json.loads(result.stdout)]
+    assert sorted(name for name in names if name in ("loud", "pipes")) == ["loud", "pipes"]
+    result = CliRunner().invoke(
+        cli,
+        ["--tools-dir", "tools", "call", "loud", "shout", "--args", '{"text": "a"}'],
+        prog_name="expediter",
+        env=env,
+    )
+    assert result.exit_code == 0, result.output

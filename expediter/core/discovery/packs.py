@@ -177,6 +177,11 @@ def _entry_point_refs() -> list[PackRef]:
     return list(grouped.values())
 
 
+def _identity(directory: Path) -> tuple[int, int]:
+    status = directory.stat()
+    return status.st_dev, status.st_ino
+
+
 def find_packs(settings: PluginSettings) -> list[PackRef]:
     """Return every pack the settings allow, without importing any of them."""
     found = [
@@ -184,10 +189,18 @@ def find_packs(settings: PluginSettings) -> list[PackRef]:
         for ref in scan_directory(BUILTIN_DIR, source="built-in")
         if settings.allows(ref.aliases, entry_point=False, built_in=True)
     ]
+    # The built-in directory, and any directory reached twice under names resolve() keeps
+    # apart (a bind mount), are one directory: scanning it twice would make every module in
+    # it conflict with itself.
+    scanned = {_identity(BUILTIN_DIR)}
     for directory in settings.tools_path:
         if not directory.is_dir():
             logger.warning("tools directory %s does not exist; skipping it", directory)
             continue
+        identity = _identity(directory)
+        if identity in scanned:
+            continue
+        scanned.add(identity)
         found.extend(
             ref
             for ref in scan_directory(directory)

@@ -769,3 +769,51 @@ def test_in_process_plugins_add_no_commands() -> None:
 
     pack = load_objects("host", [Commands()])
     assert (pack.info.error, pack.info.commands) == (None, ())
+
+
+def _one_tool_dir(directory: Path) -> Path:
+    write(
+        directory,
+        "lookup.py",
+        """
+        import expediter
+
+        @expediter.tool
+        def find(q: str) -> str:
+            return q
+        """,
+    )
+    return directory
+
+
+@pytest.mark.parametrize("spelling", ["same", "relative", "trailing-slash", "symlink", "dotted"])
+def test_one_tools_directory_named_twice_counts_once(
+    make_host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    directory = _one_tool_dir(tmp_path / "t")
+    monkeypatch.chdir(tmp_path)
+    other: str | Path = {
+        "same": directory,
+        "relative": "t",
+        "trailing-slash": f"{directory}/",
+        "symlink": tmp_path / "link",
+        "dotted": f"{tmp_path}/t/../t/.",
+    }[spelling]
+    if spelling == "symlink":
+        (tmp_path / "link").symlink_to(directory, target_is_directory=True)
+    monkeypatch.setenv("EXPEDITER_TOOLS_PATH", str(directory))
+    host = make_host(tools_path=[other])
+    assert host.conflicts == []
+    assert [info.name for info in host.catalogue()] == ["lookup"]
+    assert [pack.name for pack in host.packs] == ["lookup"]
+    assert host.call("lookup", "find", {"q": "x"}).result == "x"
+
+
+def test_the_builtin_directory_named_as_a_tools_directory_is_not_loaded_twice(make_host) -> None:
+    from expediter.core.config import BUILTIN_DIR
+
+    host = make_host(tools_path=[BUILTIN_DIR], builtins=True)
+    assert host.conflicts == []
+    names = [pack.name for pack in host.packs]
+    assert len(names) == len(set(names)), names
+    assert "clock" in [info.name for info in host.catalogue()]
