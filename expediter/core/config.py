@@ -115,13 +115,13 @@ def _networks(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     # Imported only when the variable is set: `expediter --help` reads this module.
-    from expediter.core.netguard.addresses import parse_networks
+    from expediter.core.netguard.addresses import address_text, parse_networks
 
     try:
         networks = parse_networks(item for item in text.replace(",", " ").split() if item)
     except ValueError as exc:
         raise ValueError(f"EXPEDITER_EGRESS_ALLOW: {exc}") from None
-    return tuple(str(network) for network in networks)
+    return tuple(address_text(network) for network in networks)
 
 
 def _masked_url(url: str | None) -> str:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from expediter.core.netguard.addresses import (
         DENY_TABLE,
         address_problem,
+        address_text,
         embedded_ipv4,
         literal_address,
         parse_networks,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "DENY_TABLE": "expediter.core.netguard.addresses",
     "address_problem": "expediter.core.netguard.addresses",
+    "address_text": "expediter.core.netguard.addresses",
     "embedded_ipv4": "expediter.core.netguard.addresses",
     "literal_address": "expediter.core.netguard.addresses",
     "parse_networks": "expediter.core.netguard.addresses",
@@ -74,6 +76,7 @@ __all__ = [
     "Resolver",
     "Target",
     "address_problem",
+    "address_text",
     "embedded_ipv4",
     "literal_address",
     "parse_networks",

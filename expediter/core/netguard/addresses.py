@@ -18,6 +18,7 @@ __all__ = [
     "IPAddress",
     "IPNetwork",
     "address_problem",
+    "address_text",
     "embedded_ipv4",
     "literal_address",
     "parse_networks",
@@ -107,12 +108,42 @@ def parse_networks(items: Iterable[str]) -> tuple[IPNetwork, ...]:
     return tuple(networks)
 
 
+def _compressed(address: ipaddress.IPv6Address) -> str:
+    """RFC 5952's hexadecimal form: the longest run of two or more zero groups (the first of
+    equals) becomes ``::``."""
+    value = int(address)
+    groups = [format(value >> shift & 0xFFFF, "x") for shift in range(112, -1, -16)]
+    start, length, index = -1, 1, 0
+    while index < 8:
+        end = index
+        while end < 8 and groups[end] == "0":
+            end += 1
+        if end - index > length:
+            start, length = index, end - index
+        index = max(end, index + 1)
+    if start < 0:
+        return ":".join(groups)
+    return f"{':'.join(groups[:start])}::{':'.join(groups[start + length :])}"
+
+
+def address_text(value: IPAddress | IPNetwork) -> str:
+    """An address or range as reasons name it, the same on every Python: IPv6 in hexadecimal
+    groups, IPv4-mapped ones included (3.13's ``str`` writes those as ``::ffff:127.0.0.1``,
+    3.11's as ``::ffff:7f00:1``)."""
+    if isinstance(value, ipaddress.IPv6Address):
+        scope = f"%{value.scope_id}" if value.scope_id else ""
+        return _compressed(value) + scope
+    if isinstance(value, ipaddress.IPv6Network):
+        return f"{_compressed(value.network_address)}/{value.prefixlen}"
+    return str(value)
+
+
 def _denied(address: IPAddress) -> str | None:
     for network, label in DENY_TABLE:
         if address.version == network.version and address in network:
-            return f"{address} is in {network} ({label})"
+            return f"{address_text(address)} is in {address_text(network)} ({label})"
     if not address.is_global:
-        return f"{address} is not a global address"
+        return f"{address_text(address)} is not a global address"
     return None
 
 
@@ -135,8 +166,9 @@ def address_problem(address: IPAddress, allowed: tuple[IPNetwork, ...] = ()) -> 
             hidden = _denied(inner)
             if hidden is not None:
                 # Both reasons: the wrapper's range, and what it wraps.
-                wrapper = problem.replace(f"{address} ", "", 1) + " and " if problem else ""
-                return f"{address} {wrapper}embeds {inner}: {hidden}"
+                shown = address_text(address)
+                wrapper = problem.replace(f"{shown} ", "", 1) + " and " if problem else ""
+                return f"{shown} {wrapper}embeds {inner}: {hidden}"
     return problem
 
 

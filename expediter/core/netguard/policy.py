@@ -18,6 +18,7 @@ from expediter.core.netguard.addresses import (
     IPAddress,
     IPNetwork,
     address_problem,
+    address_text,
     literal_address,
     parse_networks,
 )
@@ -103,8 +104,10 @@ class EgressPolicy:
     _resolving_lock: threading.Lock = attrs.field(
         factory=threading.Lock, init=False, eq=False, repr=False
     )
-    #: ``check_url``'s verdicts by scheme and authority (a Target, or why it is refused).
-    _origins: dict[str, Target | str] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    #: ``check_url``'s verdicts by scheme and authority (a Target, or the refusal).
+    _origins: dict[str, Target | EgressBlocked] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
 
     def with_networks(self, networks: Iterable[str | IPNetwork]) -> EgressPolicy:
         """This policy with more allowed ranges."""
@@ -128,14 +131,14 @@ class EgressPolicy:
             try:
                 found = self._target(url)
             except EgressBlocked as exc:
-                self._remember(key, exc.reason)
+                self._remember(key, exc)
                 raise
             self._remember(key, found)
-        elif isinstance(found, str):
-            raise self._blocked(found)
+        elif isinstance(found, EgressBlocked):
+            raise self._blocked(found.reason, found.address)
         return found
 
-    def _remember(self, key: str, verdict: Target | str) -> None:
+    def _remember(self, key: str, verdict: Target | EgressBlocked) -> None:
         if len(self._origins) < 4096:
             self._origins[key] = verdict
 
@@ -169,8 +172,8 @@ class EgressPolicy:
             if len(verdicts) < 4096:
                 verdicts[address] = problem
         if problem is not None:
-            named = f"{host!r} -> " if host and host != str(address) else ""
-            raise self._blocked(f"{named}{problem}")
+            named = f"{host!r} -> " if host and host != address_text(address) else ""
+            raise self._blocked(f"{named}{problem}", str(address))
 
     def addresses(self, host: str, port: int, timeout: float | None = None) -> tuple[str, ...]:
         """The addresses to dial for ``host``: resolved once (an address needs no resolving)
@@ -226,9 +229,12 @@ class EgressPolicy:
             return exc.reason
         return None
 
-    def _blocked(self, reason: str) -> EgressBlocked:
-        logger.warning("egress blocked: %s", reason)
-        return EgressBlocked(reason)
+    def _blocked(self, reason: str, address: str | None = None) -> EgressBlocked:
+        blocked = EgressBlocked(reason, address=address)
+        # The operator's line says what to do about it; the model's text stays generic.
+        hint = blocked.hint
+        logger.warning("egress blocked: %s%s", reason, f"; {hint}" if hint else "")
+        return blocked
 
 
 def same_origin(first: str, second: str) -> bool:

@@ -19,6 +19,7 @@ from expediter.core.netguard import (
     EgressPolicy,
     Resolver,
     address_problem,
+    address_text,
     embedded_ipv4,
     literal_address,
     parse_networks,
@@ -512,7 +513,7 @@ def test_embedded_ipv4(address: str, inner: list[str]) -> None:
 )
 def test_literal_address(host: str, expected: str | None) -> None:
     found = literal_address(host)
-    assert (None if found is None else str(found)) == expected
+    assert (None if found is None else address_text(found)) == expected
 
 
 def test_parse_networks() -> None:
@@ -610,3 +611,46 @@ def test_global_ipv4_outside_the_table_is_allowed(value: int) -> None:
     address = ipaddress.IPv4Address(value)
     listed = any(address in network for network in _DENIED_V4)
     assert (address_problem(address) is None) == (address.is_global and not listed)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (ipaddress.IPv6Address("::ffff:127.0.0.1"), "::ffff:7f00:1"),
+        (ipaddress.IPv6Address("::ffff:7f00:1%eth0"), "::ffff:7f00:1%eth0"),
+        (ipaddress.IPv6Address("::ffff:0.0.0.0"), "::ffff:0:0"),
+        (ipaddress.IPv6Address("::"), "::"),
+        (ipaddress.IPv6Address("::1"), "::1"),
+        (ipaddress.IPv6Address("1::"), "1::"),
+        (ipaddress.IPv6Address("1:0:0:2:0:0:0:3"), "1:0:0:2::3"),
+        (ipaddress.IPv6Address("1:0:0:2:0:0:3:4"), "1::2:0:0:3:4"),
+        (ipaddress.IPv6Address("1:0:2:3:4:5:6:7"), "1:0:2:3:4:5:6:7"),
+        (ipaddress.IPv6Address("FE80::1%eth0"), "fe80::1%eth0"),
+        (ipaddress.ip_network("::ffff:0:0/96"), "::ffff:0:0/96"),
+        (ipaddress.ip_network("::ffff:0:0:0/96"), "::ffff:0:0:0/96"),
+        (ipaddress.ip_network("10.0.0.0/8"), "10.0.0.0/8"),
+        (ipaddress.IPv4Address("127.0.0.1"), "127.0.0.1"),
+    ],
+)
+def test_address_text_is_the_same_on_every_python(value: object, text: str) -> None:
+    assert address_text(value) == text  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_address_text_is_rfc_5952_hexadecimal(value: int) -> None:
+    address = ipaddress.IPv6Address(value)
+    text = address_text(address)
+    assert ipaddress.IPv6Address(text) == address
+    assert "." not in text
+    if address.ipv4_mapped is None:
+        # Outside ::ffff:0:0/96 every supported Python's str() already writes this form.
+        assert text == str(address)
+
+
+@pytest.mark.parametrize("url", ["http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/"])
+def test_a_mapped_address_reason_reads_the_same_on_every_python(url: str) -> None:
+    with pytest.raises(EgressBlocked) as caught:
+        EgressPolicy().check_url(url)
+    assert "::ffff:7f00:1 is in ::ffff:0:0/96 (IPv4-mapped)" in caught.value.reason
+    assert "embeds 127.0.0.1: 127.0.0.1 is in 127.0.0.0/8" in caught.value.reason
+    assert "127.0.0.1 is in ::ffff" not in caught.value.reason
