@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -10,6 +9,7 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import dump_json, echo_json, escape
+from expediter.core.records.jsonread import read_json
 
 __all__ = ["USAGE_ERRORS", "call", "exit_code", "print_outcome"]
 
@@ -46,9 +46,9 @@ def call(
     2 for bad usage or bad arguments.
     """
     try:
-        arguments = json.loads(args_json)
-    except json.JSONDecodeError as exc:
-        raise click.UsageError(f"--args is not valid JSON: {exc}") from exc
+        arguments = read_json(args_json)
+    except ValueError as exc:
+        raise click.UsageError(f"--args {exc}") from None
     if not isinstance(arguments, dict):
         raise click.UsageError(f"--args must be a JSON object, not {type(arguments).__name__}")
     event = state.host().call(tool, action, arguments, user_id=user_id)

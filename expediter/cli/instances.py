@@ -7,7 +7,6 @@ No secret value is ever printed: records show secret fields as ``"***"``, and an
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from expediter.cli.app import CliState, pass_state
-from expediter.cli.output import dump_json, echo_json, echo_table, escape
+from expediter.cli.output import dump_json, echo_json, echo_table, escape, warn
+from expediter.core.records.jsonread import read_json
 
 if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
@@ -29,6 +29,7 @@ __all__ = [
     "print_instance",
     "secret_options",
     "store_instance",
+    "warn_refused_url",
 ]
 
 _SECRET_HELP = (
@@ -124,6 +125,48 @@ def network_options(values: Sequence[str]) -> list[str]:
     return networks
 
 
+#: Names that resolve to the loopback addresses on every system (no lookup needed).
+_LOOPBACK_NAMES = ("localhost", "localhost.")
+
+
+def warn_refused_url(state: CliState, url: str, networks: Sequence[str], *, what: str) -> None:
+    """Warn (on standard error) when the egress guard will refuse ``url``'s host: a literal
+    loopback, private, link-local or other non-public address, or ``localhost``, that neither
+    ``networks`` (the instance's ``--allow-network``) nor EXPEDITER_EGRESS_ALLOW allows. A
+    host name is never resolved here; the guard judges it when a call dials it."""
+    import ipaddress
+    import urllib.parse
+
+    from expediter.core.netguard import address_problem, literal_address, parse_networks
+    from expediter.errors import EgressBlocked
+
+    try:
+        host = urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return
+    if host.lower() in _LOOPBACK_NAMES:
+        addresses: list[Any] = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
+    else:
+        found = literal_address(host)
+        if found is None:
+            return
+        addresses = [found]
+    allowed = parse_networks([*networks, *state.config.egress_allow])
+    refused = [
+        (address, problem)
+        for address in addresses
+        if (problem := address_problem(address, allowed)) is not None
+    ]
+    if not refused:
+        return
+    reasons = "; ".join(problem for _, problem in refused)
+    hint = EgressBlocked.hint_for(str(address) for address, _ in refused)
+    warn(
+        f"{what} names {host!r} ({reasons}): the egress guard refuses it, so every call of "
+        f"the instance would fail with {EgressBlocked.MESSAGE!r}; {hint}"
+    )
+
+
 def secret_options(options: Sequence[str]) -> dict[str, str]:
     """The ``--secret FIELD=VALUE`` options as fields; the values are never echoed."""
     found: dict[str, str] = {}
@@ -159,10 +202,10 @@ def _config(config_json: str | None, secrets: Sequence[str]) -> dict[str, Any] |
     config: dict[str, Any] = {}
     if config_json is not None:
         try:
-            parsed = json.loads(config_json)
-        except json.JSONDecodeError as exc:
+            parsed = read_json(config_json)
+        except ValueError as exc:
             # The message gives the position only: --config may hold secrets too.
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--config") from exc
+            raise click.BadParameter(str(exc).removeprefix("is "), param_hint="--config") from None
         if not isinstance(parsed, dict):
             raise click.BadParameter(
                 f"must be a JSON object, not {type(parsed).__name__}", param_hint="--config"

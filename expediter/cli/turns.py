@@ -21,6 +21,7 @@ from expediter.cli.output import (
     warn,
 )
 from expediter.cli.tools import provider_choice
+from expediter.core.records.jsonread import read_json
 
 __all__ = [
     "approval_items",
@@ -64,13 +65,9 @@ def read_response(path: str) -> dict[str, Any]:
             f"{path} is not JSON: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
         ) from exc
     try:
-        response = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.UsageError(f"{path} is not JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise click.UsageError(f"{path} is nested too deeply to read") from exc
-    except ValueError as exc:  # an integer longer than Python reads
-        raise click.UsageError(f"{path} holds a number too long to read") from exc
+        response = read_json(text)
+    except ValueError as exc:
+        raise click.UsageError(f"{path} {exc}") from None
     if not isinstance(response, dict):
         raise click.UsageError(f"{path} must hold a JSON object (the provider's response)")
     return response

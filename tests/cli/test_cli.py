@@ -173,7 +173,10 @@ def test_a_bad_argument_exits_two_naming_the_parameter(tools_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [("{oops", "--args is not valid JSON"), ("[1]", "--args must be a JSON object")],
+    [
+        ("{oops", "--args is not JSON: Expecting property name"),
+        ("[1]", "--args must be a JSON object"),
+    ],
 )
 def test_malformed_args_json_is_a_usage_error(tools_dir: Path, args: str, message: str) -> None:
     code, _, err = run("call", "loud", "shout", "--args", args, tools_dir=tools_dir)

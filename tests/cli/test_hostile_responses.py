@@ -111,3 +111,22 @@ def test_hostile_calls_in_a_readable_response_are_rows_with_errors(tmp_path: Pat
     assert code == 1
     assert "Traceback" not in err
     assert len(out.splitlines()) == 1 + len(calls)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_how_deep_a_response_may_nest_is_ours_not_the_parsers(tmp_path: Path, command: str) -> None:
+    """One limit on every Python: 3.13's json reads 5,000 levels that 3.11 refuses."""
+    from expediter.core.records.jsonread import MAX_DOCUMENT_DEPTH
+
+    path = tmp_path / "reply.json"
+    envelope = arguments_nested(0).count("{") + arguments_nested(0).count("[")
+    path.write_text(arguments_nested(MAX_DOCUMENT_DEPTH - envelope + 1))
+    code, out, err = invoke(command, "--provider", "openai", "--response", str(path))
+    assert (code, out) == (2, "")
+    assert one_error_line(err) == (
+        f"Error: {path} is nested too deeply to read (more than {MAX_DOCUMENT_DEPTH} levels)"
+    )
+    path.write_text(arguments_nested(MAX_DOCUMENT_DEPTH - envelope))
+    code, out, err = invoke(command, "--provider", "openai", "--response", str(path), "--json")
+    assert code == (0 if command == "parse" else 1), err
+    assert "nest more than 64 levels deep" in out

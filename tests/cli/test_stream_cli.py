@@ -515,6 +515,15 @@ UNREADABLE = {
     "array-of-numbers": (b"[1, 2, 3]", "line 1: a stream chunk must be a JSON object"),
     "deep": (b"data: " + b"[" * 100_000 + b"\n\n", "line 1: the data is nested too deeply"),
     "deep-array": (b"[" * 100_000, "line 1: the array is nested too deeply"),
+    # One limit on every Python (3.13's json reads far deeper than 3.11's).
+    "just-too-deep": (
+        b"data: " + b'{"a": ' * 257 + b"1" + b"}" * 257 + b"\n\n",
+        "line 1: the data is nested too deeply to read (more than 256 levels)",
+    ),
+    "just-too-deep-array": (
+        b"[" + b'{"a": ' * 257 + b"1" + b"}" * 257 + b"]",
+        "line 1: the array is nested too deeply to read (more than 256 levels)",
+    ),
     "huge-integer": (b'{"n": ' + b"9" * 5000 + b"}\n", "line 1: the data holds a number too"),
     "nan": (b'{"message": {}, "done": NaN}\n', "line 1: the data is not JSON (NaN"),
     "empty": (b"", "holds no stream chunks"),

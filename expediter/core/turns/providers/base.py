@@ -18,6 +18,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import attrs
 
 from expediter.core.records.calls import NO_EXTRAS
+from expediter.core.records.jsonread import decode_error
 from expediter.core.records.limits import MAX_DEPTH, json_problem
 from expediter.core.turns.providers.jsonschema import strict_schema
 from expediter.errors import ArgumentError, UnknownProvider
@@ -248,6 +249,7 @@ def given_id(value: Any, what: str = "id") -> str | None:
 def _decode_problem(exc: ValueError | RecursionError) -> str:
     """What a failed decode of arguments says to the model."""
     if isinstance(exc, json.JSONDecodeError):
+        exc = decode_error(exc)
         if exc.msg == "Extra data":
             return (
                 "the arguments hold more than one JSON value (e.g. two objects run together); "

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
+from expediter.core.records.jsonread import MAX_DOCUMENT_DEPTH, TOO_DEEP, decode_error, nests_deeper
 from expediter.core.turns.providers.base import NotJSON, refuse_constant
 from expediter.errors import ArgumentError
 
@@ -83,7 +84,7 @@ def _problem(exc: ValueError | RecursionError, what: str) -> str:
     if isinstance(exc, NotJSON):
         return f"{what} is not JSON ({exc})"
     if isinstance(exc, RecursionError):
-        return f"{what} is nested too deeply to read"
+        return f"{what} {TOO_DEEP}"
     return f"{what} holds a number too long to read"  # Python's int_max_str_digits
 
 
@@ -280,12 +281,15 @@ class WireReader:
         self._chunk(text, self._data_line, last, sse=True)
 
     def _chunk(self, text: str, line: int, last: bool, sse: bool = False) -> None:
+        if nests_deeper(text, MAX_DOCUMENT_DEPTH):
+            raise WireError(line, f"the data {TOO_DEEP}")
         try:
             value = _decode(text)
         except json.JSONDecodeError as exc:
             if last and _cut_off(exc, text):
                 self.notes.append(f"line {line}: the stream is cut off inside this chunk")
                 return
+            exc = decode_error(exc)
             hint = ""
             if sse and exc.msg == "Extra data":
                 hint = " (server-sent events are separated by a blank line)"
@@ -297,6 +301,21 @@ class WireReader:
         if type(value) is not dict:
             raise WireError(line, f"a stream chunk must be a JSON object, not {_kind(value)}")
         self._out.append(value)
+
+    def _array_chunk(self, text: str, pos: int) -> tuple[Any, int]:
+        """The chunk that starts at ``pos`` and where it ends; too deep is refused by its
+        text, whatever this Python's parser makes of it (3.11 gives up where 3.13 reads on)."""
+        try:
+            value, end = _raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            deep = nests_deeper(text, MAX_DOCUMENT_DEPTH, pos)
+            if not deep:
+                raise
+        else:
+            deep = nests_deeper(text, MAX_DOCUMENT_DEPTH, pos, end)
+            if not deep:
+                return value, end
+        raise WireError(self._line_at(text, pos), f"the array {TOO_DEEP}")
 
     def _array_read(self, final: bool) -> None:
         """Read what the array's text so far holds; ``final``: no more text comes."""
@@ -331,7 +350,7 @@ class WireReader:
                     state, pos = "end", pos + 1
                     continue
                 try:
-                    value, end = _raw_decode(text, pos)
+                    value, end = self._array_chunk(text, pos)
                 except json.JSONDecodeError as exc:
                     if not final:
                         break  # perhaps only cut by the read: try again with more text
@@ -342,6 +361,7 @@ class WireReader:
                         )
                         pos = size
                         break
+                    exc = decode_error(exc)
                     raise WireError(
                         self._line_at(text, exc.pos), _problem(exc, "the array")
                     ) from None
