@@ -29,7 +29,8 @@ from expediter.core.turns.providers.jsonschema import (
     read_only,
     strip_optional_nulls,
 )
-from expediter.errors import ArgumentError, UnknownProvider
+from expediter.core.turns.providers.streaming import sdk_response
+from expediter.errors import ArgumentError, EgressBlocked, UnknownProvider
 from expediter.hookspecs.tool import Action, CallContext
 
 if TYPE_CHECKING:
@@ -353,16 +354,15 @@ class Toolset:
         )
 
     def parse_calls(self, provider: str, response: Mapping[str, Any]) -> list[ToolCall]:
-        """The tool calls in a provider response (its parsed JSON or SDK ``model_dump()``).
+        """The tool calls in a provider response: its parsed JSON, or the SDK's response
+        object itself (``ChatCompletion``, ``Message``, ``GenerateContentResponse`` ...).
 
         Whatever the model wrote, each call is a ``ToolCall`` (with ``error`` set when it
-        cannot run as written); only a response that is not a JSON object raises
-        (``ArgumentError``)."""
+        cannot run as written); only a response that is neither a JSON object nor an SDK
+        object raises (``ArgumentError``)."""
         adapter = self._offers.provider(provider)
         if type(response) is not dict and not isinstance(response, Mapping):
-            raise ArgumentError(
-                f"a {adapter.name} response must be a JSON object, not {json_kind(response)}"
-            )
+            response = _response_object(adapter.name, response)
         try:
             raws = adapter.read_calls(response)
         except Exception as exc:  # the built-in adapters never raise here; a pack's might
@@ -413,6 +413,28 @@ class Toolset:
             return adapter.result_messages(calls, results)
         except Exception as exc:  # the built-in adapters never raise here; a pack's might
             raise _adapter_failed(adapter, "building the result messages", exc) from exc
+
+
+def _response_object(provider: str, response: Any) -> dict[str, Any]:
+    """An SDK's response object as its JSON; ``ArgumentError`` for anything else."""
+    try:
+        dumped = sdk_response(response)
+    except ValueError as exc:
+        raise ArgumentError(f"the {provider} response cannot be read: {exc}") from exc
+    if dumped is None:
+        raise ArgumentError(
+            f"the {provider} response must be a JSON object or the SDK's response object, "
+            f"not {json_kind(response)}"
+        )
+    return dumped
+
+
+def _problem_text(exc: Exception) -> str:
+    """Why an instance cannot be offered, for the operator (an egress refusal with its reason
+    and what allows it: never the model's text)."""
+    if isinstance(exc, EgressBlocked):
+        return f"EgressBlocked: {exc.detail}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _adapter_failed(adapter: Provider, doing: str, exc: Exception) -> ArgumentError:
@@ -479,6 +501,8 @@ class Offers:
         self._defaults: dict[tuple[tuple[str, str], ...], tuple[_Source, ...]] = {}
         #: Stored instances' sources by ``(id(resolved instance), user)``.
         #: A dynamic tool's entry also holds the actions its source was made from.
+        #: The instances that could not be offered and why, logged once each.
+        self._reported: set[tuple[str, str]] = set()
         self._stored: dict[
             tuple[int, str | None], tuple[ToolInstance, _Source, dict[str, Action] | None]
         ] = {}
@@ -612,6 +636,18 @@ class Offers:
             self._stored[key] = (instance, source, listed if loaded.dynamic else None)
         return source
 
+    def _not_offered(self, instance_id: str, problem: str, exc: Exception) -> None:
+        """Log an instance that cannot be offered, once per instance and problem (every
+        turn's toolset meets it again); the traceback goes with it (the command line shows it
+        at ``-v``)."""
+        key = (instance_id, problem)
+        if key in self._reported:
+            return
+        if len(self._reported) >= 4096:
+            self._reported.clear()
+        self._reported.add(key)
+        logger.warning("tool instance %s cannot be offered: %s", instance_id, problem, exc_info=exc)
+
     def toolset(
         self,
         *,
@@ -632,15 +668,19 @@ class Offers:
         found_errors = list(errors)
         bindings: dict[str, ToolInstance] = {}
         sources: dict[str, _Source] = {}
-        for value in (*stored, *(instances or ())):
+        for position, value in enumerate((*stored, *(instances or ()))):
             instance = ToolInstance.coerce(value)
             instance_id = instance.instance_id or instance.tool
-            self._tool_info(instance.tool)  # ToolNotFound / ToolConflict for a bad tool name
+            if position >= len(stored):
+                # An instance the app names: ToolNotFound / ToolConflict for a bad tool name.
+                # A stored one whose pack broke is one error among the toolset's.
+                self._tool_info(instance.tool)
             try:
                 source = self._instance_source(instance, user_id)
             except Exception as exc:
-                found_errors.append(f"instance {instance_id!r}: {type(exc).__name__}: {exc}")
-                logger.error("tool instance %s cannot be offered", instance_id, exc_info=exc)
+                problem = _problem_text(exc)
+                found_errors.append(f"instance {instance_id!r}: {problem}")
+                self._not_offered(instance_id, problem, exc)
                 continue
             sources.pop(instance_id, None)
             sources[instance_id] = source

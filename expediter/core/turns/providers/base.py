@@ -8,6 +8,7 @@ dropping strict-mode nulls happen once, in the toolset, for every provider alike
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -145,9 +146,17 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple) else []
 
 
+def _json_form(value: Any) -> Any:
+    # Bytes as JSON carries them (an SDK object's thought signature is the base64 text of a
+    # response's JSON), so both forms of one response make the same ids.
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    return repr(value)
+
+
 def _seed_text(seed: Any) -> str:
     try:
-        return json.dumps(seed, sort_keys=True, default=repr, ensure_ascii=False)
+        return json.dumps(seed, sort_keys=True, default=_json_form, ensure_ascii=False)
     except (RecursionError, ValueError, TypeError):
         return ""  # a seed too deep or odd to write out: the position alone, still stable
 

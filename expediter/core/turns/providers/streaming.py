@@ -24,6 +24,7 @@ __all__ = [
     "joined_arguments",
     "mark_unfinished",
     "plain",
+    "sdk_response",
     "sent_arguments",
     "skipped",
     "unfinished",
@@ -75,6 +76,22 @@ def plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return value
+
+
+def sdk_response(value: Any) -> dict[str, Any] | None:
+    """A whole response given as the provider SDK's object (``ChatCompletion``, anthropic's
+    ``Message``, google-genai's ``GenerateContentResponse`` ...) as its JSON-named dict, None
+    for anything that is no SDK object; ``ValueError`` when the object cannot write itself
+    out."""
+    if not _is_model_type(type(value)):
+        return None
+    try:
+        # Only the fields the response had: the same JSON it came as, so an id made up for an
+        # id-less call is the same whichever form of the response is read.
+        dumped = value.model_dump(by_alias=True, exclude_unset=True)
+    except Exception as exc:
+        raise ValueError(f"{type(value).__name__}.model_dump() failed: {exc!r:.200}") from exc
+    return dumped if type(dumped) is dict else None
 
 
 def by_index(entries: list[Any]) -> list[Any]:
