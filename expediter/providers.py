@@ -14,6 +14,8 @@ packs").
   item becomes a call with an error instead of an exception.
 - ``result_text`` and ``result_object``: a call's result as the text (or JSON object) a model
   reads, with whether it is an error; ``decode_json``: JSON text to a value, never raising.
+- ``usable_message_id``: a response's id when it can key the ledger (what
+  ``Provider.message_id`` returns for an id it read).
 
 For apps: ``read_wire(pieces)`` turns the bytes of a stream (an HTTP client's ``iter_bytes()``,
 a file saved from the wire: server-sent events, NDJSON or a JSON array of chunks) into its
@@ -35,6 +37,7 @@ from expediter.core.turns.providers.base import (
     read_each,
     result_object,
     result_text,
+    usable_message_id,
 )
 from expediter.core.turns.providers.jsonschema import NotStrictable
 from expediter.core.turns.providers.wire import WireError, WireReader, read_wire
@@ -55,4 +58,5 @@ __all__ = [
     "read_wire",
     "result_object",
     "result_text",
+    "usable_message_id",
 ]

@@ -186,6 +186,26 @@ def _read_calls(
     return calls
 
 
+def _reply_id(
+    toolset: Any,
+    provider: str,
+    response: dict[str, Any] | None,
+    chunks: list[dict[str, Any]] | None,
+) -> str | None:
+    """The id the provider gave the reply (or the stream), which keys its calls in the ledger
+    so that running the same saved reply again runs none of them twice; a warning when it
+    has none."""
+    if response is None:
+        response = toolset.stream(provider).feed_all(chunks or []).response()
+    found: str | None = toolset.message_id(provider, response)
+    if found is None:
+        warn(
+            "the reply has no id to key its calls in the ledger: running it again runs its "
+            "calls again (give --message-id to name the model's message)"
+        )
+    return found
+
+
 def _stream_error(chunk: dict[str, Any]) -> Any:
     """What an error event or chunk says (an ``error`` event, an ``{"error": ...}`` chunk of
     OpenAI-compatible servers, Gemini or Ollama), or None for any other chunk."""
@@ -354,7 +374,11 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
 @_response_option
 @_stream_option
 @click.option("--user", "user_id", default=None, help="Run on behalf of this user id.")
-@click.option("--message-id", default=None, help="The assistant message's id (keys the ledger).")
+@click.option(
+    "--message-id",
+    default=None,
+    help="The assistant message's id (keys the ledger; default: the reply's own id).",
+)
 @click.option("--run-id", default=None, help="The run's id, for calls outside a conversation.")
 @click.option(
     "--headless", is_flag=True, help="No human to ask: calls needing approval are denied."
@@ -396,6 +420,8 @@ def run(
     provider = _choose_provider(provider, response, chunks, response_path or stream_path or "")
     toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
     calls = _read_calls(toolset, provider, response, chunks)
+    if message_id is None and calls:
+        message_id = _reply_id(toolset, provider, response, chunks)
     events = list(toolset.run(calls, message_id=message_id, run_id=run_id))
     if messages:
         echo_json(toolset.result_messages(provider, calls, events))

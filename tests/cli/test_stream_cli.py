@@ -17,6 +17,7 @@ from support.responses import RESPONSES, SAVED, load
 
 from expediter.cli import cli
 from expediter.core.turns.providers.wire import READ_SIZE
+from expediter.providers import read_wire
 
 #: The two calls every capture makes, interleaved where the provider interleaves them.
 THOUGHT = "héllo 日本 😀"
@@ -674,17 +675,22 @@ def test_run_stream_runs_the_calls_as_run_response_does(
     stream, response = saved(name)
     runs = {}
     for flag, path in (("--stream", stream), ("--response", response)):
-        code, out, err = invoke("run", "--provider", provider, flag, str(path), "--json")
+        # One reply twice: each run names its own message, or the second would run nothing.
+        message = ("--message-id", f"m{flag}")
+        code, out, err = invoke("run", "--provider", provider, flag, str(path), "--json", *message)
         assert (code, err) == (0, "")
         runs[flag] = [comparable(json.loads(line)) for line in out.splitlines()]
     assert runs["--stream"] == runs["--response"]
     assert [e["status"] for e in runs["--stream"]] == ["completed", "completed"]
     assert runs["--stream"][1]["result"] is not None
 
-    stream_messages = invoke("run", "--provider", provider, "--stream", str(stream), "--messages")
-    response_messages = invoke(
-        "run", "--provider", provider, "--response", str(response), "--messages"
+    stream_messages = invoke(
+        "run", "--provider", provider, "--stream", str(stream), "--messages", "--message-id", "s"
     )
+    response_messages = invoke(
+        "run", "--provider", provider, "--response", str(response), "--messages",
+        "--message-id", "r",
+    )  # fmt: skip
     assert stream_messages[0] == 0
     clockless = re.compile(r"\d\d:\d\d:\d\d")  # the clock's reading in its result's text
     assert json.loads(clockless.sub("T", stream_messages[1])) == json.loads(
@@ -720,3 +726,32 @@ def test_run_stream_messages_are_the_named_providers(
 def test_the_saved_responses_are_unchanged_by_detection() -> None:
     # Mistral's saved response names a Mistral model; detection still says openai.
     assert load(SAVED["mistral"])["model"].startswith("mistral")
+
+
+@pytest.mark.parametrize("name", ["openai-sse", "mistral-sse", "anthropic-sse", "responses-sse"])
+def test_a_saved_stream_run_twice_runs_each_call_once(
+    name: str, saved: Callable[[str], tuple[Path, Path]]
+) -> None:
+    provider, _, _, _ = CAPTURES[name]
+    stream, _ = saved(name)
+    code, out, err = invoke("run", "--provider", provider, "--stream", str(stream), "--json")
+    assert (code, err) == (0, "")
+    first = [json.loads(line) for line in out.splitlines()]
+    # The stream's own id (in its first chunk or event) keys its calls.
+    head = next(iter(read_wire([stream.read_bytes()])))
+    reply_id = head.get("id") or (head.get("message") or head.get("response"))["id"]
+    assert [event["key"] for event in first] == [f"{reply_id}:{e['call_id']}" for e in first]
+    code, out, _ = invoke("run", "--provider", provider, "--stream", str(stream), "--json")
+    assert code == 1
+    second = [json.loads(line) for line in out.splitlines()]
+    assert [event["key"] for event in second] == [event["key"] for event in first]
+    assert {event["error_type"] for event in second} == {"LedgerError"}
+
+
+def test_a_saved_stream_without_an_id_runs_with_a_warning(
+    saved: Callable[[str], tuple[Path, Path]],
+) -> None:
+    stream, _ = saved("gemini-array")
+    code, _, err = invoke("run", "--provider", "gemini", "--stream", str(stream))
+    assert code == 0
+    assert "warning: the reply has no id to key its calls in the ledger" in err

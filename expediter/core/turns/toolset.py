@@ -22,6 +22,7 @@ from expediter.core.turns.providers.base import (
     ToolSpec,
     json_kind,
     parse_arguments,
+    usable_message_id,
 )
 from expediter.core.turns.providers.jsonschema import (
     NotStrictable,
@@ -368,6 +369,18 @@ class Toolset:
         except Exception as exc:  # the built-in adapters never raise here; a pack's might
             raise _adapter_failed(adapter, "reading the response", exc) from exc
         return [self._call(raw) for raw in raws]
+
+    def message_id(self, provider: str, response: Mapping[str, Any]) -> str | None:
+        """The id the provider gave a whole response (or a stream's ``response()``), to pass
+        as ``run(calls, message_id=...)``; None when it has none that can key the ledger."""
+        adapter = self._offers.provider(provider)
+        if type(response) is not dict and not isinstance(response, Mapping):
+            response = _response_object(adapter.name, response)
+        try:
+            found = adapter.message_id(response)
+        except Exception as exc:  # the built-in adapters never raise here; a pack's might
+            raise _adapter_failed(adapter, "reading the response's id", exc) from exc
+        return usable_message_id(found)
 
     def stream(self, provider: str) -> CallStream:
         """A new accumulator for one streamed response: ``feed(chunk)`` each chunk or event

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import logging
+import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -47,6 +48,7 @@ __all__ = [
     "result_text",
     "synthetic_id",
     "text_field",
+    "usable_message_id",
 ]
 
 logger = logging.getLogger(__name__)
@@ -243,6 +245,19 @@ def text_field(value: Any, what: str) -> str:
     raise Unreadable(f'the call\'s "{what}" must be a string, not {json_kind(value)}')
 
 
+#: What a response's id may hold to key the ledger (``message_id:call_id``): provider ids
+#: (``chatcmpl-...``, ``msg_...``, ``resp_...``, Gemini's base64 ``responseId``) fit; a colon,
+#: space, control character or anything longer does not.
+_MESSAGE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+/=-]{0,199}")
+
+
+def usable_message_id(value: Any) -> str | None:
+    """``value`` when it can key a turn's calls in the ledger as a message id, else None."""
+    if type(value) is str and _MESSAGE_ID.fullmatch(value):
+        return value
+    return None
+
+
 def given_id(value: Any, what: str = "id") -> str | None:
     """A call's id as the provider gave it (an integer as its digits), None when there is
     none, ``Unreadable`` naming ``what`` for any other kind of value."""
@@ -409,7 +424,8 @@ class Provider:
       what the provider accepts; ``strict_parameters``: the strict-mode form (raise
       ``NotStrictable`` when there is none), used when ``supports_strict``.
     - ``read_calls``: a whole response into ``RawCall``s; ``stream()``: an accumulator for a
-      streamed one (``streaming`` is true when an adapter overrides it).
+      streamed one (``streaming`` is true when an adapter overrides it); ``message_id``: the
+      id the provider gave the response, which keys its calls in the ledger.
     - ``result_messages``: the messages carrying results back.
     - ``max_name_length`` and ``name_pattern``: the function names the provider accepts (a
       function whose name breaks them is left out of its ``toolset.schemas`` list).
@@ -443,6 +459,11 @@ class Provider:
     def read_calls(self, response: Mapping[str, Any]) -> list[RawCall]:
         """The tool calls in a response, in order."""
         raise NotImplementedError
+
+    def message_id(self, response: Mapping[str, Any]) -> str | None:
+        """The id the provider gave a whole response (default: its ``"id"``), or None; the
+        host uses it only when it is a usable message id (``usable_message_id``)."""
+        return usable_message_id(response.get("id"))
 
     def stream(self) -> StreamAccumulator:
         """A new accumulator for one streamed response."""

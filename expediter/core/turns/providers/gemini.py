@@ -20,6 +20,7 @@ from expediter.core.turns.providers.base import (
     read_each,
     result_object,
     text_field,
+    usable_message_id,
 )
 from expediter.core.turns.providers.jsonschema import gemini_schema
 from expediter.core.turns.providers.streams_gemini import GeminiStream
@@ -60,6 +61,9 @@ class Gemini(Provider):
         parts = _parts(response)
         make_id = id_maker(parts)  # an id-less call's id follows from every part and its place
         return read_each(parts, lambda part, index: self._read_call(part, index, make_id), make_id)
+
+    def message_id(self, response: Mapping[str, Any]) -> str | None:
+        return usable_message_id(field(response, "responseId", "response_id"))
 
     def stream(self) -> StreamAccumulator:
         return GeminiStream(self.read_calls)
