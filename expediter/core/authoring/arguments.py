@@ -13,8 +13,8 @@ import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 
-from expediter.core.authoring.conversion import TypeMismatch, structure_hook
-from expediter.core.authoring.schema import strip_annotated
+from expediter.core.authoring.constraints import ConstraintViolation
+from expediter.core.authoring.conversion import TypeMismatch, argument_hook
 from expediter.core.records.redaction import is_secret_name
 from expediter.core.records.text import ECHO_LIMIT, clean_text, echo, truncate
 from expediter.errors import ArgumentError
@@ -39,7 +39,7 @@ class Parameter:
 def _format_shown(exc: BaseException, hint: Any, secret_names: frozenset[str]) -> str:
     """A failure inside an ordinary argument: the offending value quoted, bounded (and
     redacted: an object's secret-looking fields are hidden)."""
-    if isinstance(exc, TypeMismatch):
+    if isinstance(exc, TypeMismatch | ConstraintViolation):
         return exc.shown(secret_names)
     return _format_hidden(exc, hint, shown=True)
 
@@ -50,7 +50,7 @@ def _format_hidden(exc: BaseException, hint: Any, *, shown: bool = False) -> str
         return "missing (it is required)"
     if isinstance(exc, ForbiddenExtraKeysError):
         return "unknown fields " + ", ".join(echo(name) for name in sorted(exc.extra_fields))
-    if isinstance(exc, TypeMismatch):
+    if isinstance(exc, TypeMismatch | ConstraintViolation):
         return exc.message
     if not shown:
         return f"invalid ({type(exc).__name__})"
@@ -91,14 +91,13 @@ class ArgumentBinder:
         self.reserved = reserved
         self._hooks: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {}
         for parameter in parameters:
-            bare, _ = strip_annotated(parameter.hint)
-            self._hooks[parameter.name] = (structure_hook(bare), bare)
+            self._hooks[parameter.name] = argument_hook(parameter.hint)
         self._required = [parameter.name for parameter in parameters if parameter.required]
         #: How each extra argument's value is checked (``**kwargs: int``), or None for any.
         self._extra: tuple[Callable[[Any, Any], Any], Any] | None = None
-        bare_extra, _ = strip_annotated(extra_hint)
+        hook, bare_extra = argument_hook(extra_hint)
         if allow_extra and bare_extra not in (Any, object):
-            self._extra = (structure_hook(bare_extra), bare_extra)
+            self._extra = (hook, bare_extra)
 
     def bind(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """Return ``(declared, extra)`` converted arguments, or raise ArgumentError."""

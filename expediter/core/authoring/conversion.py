@@ -27,13 +27,16 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_structure_fn
 
-from expediter.core.authoring.schema import strip_annotated
+from expediter.core.authoring.constraints import ConstraintViolation, read_metadata
+from expediter.core.authoring.pydantic_models import is_base_model, model_validator
+from expediter.core.authoring.schema import is_typed_dict, strip_annotated
 from expediter.core.records.limits import INT_DIGITS, LARGEST_INT, SMALLEST_INT
 from expediter.core.records.redaction import redact
 from expediter.core.records.text import CONTROL, echo
 
 __all__ = [
     "TypeMismatch",
+    "argument_hook",
     "converter",
     "describe_type",
     "json_type_name",
@@ -105,6 +108,8 @@ def describe_type(hint: Any) -> str:
     if _is_array(hint):
         return "array"
     if is_mapping(hint) or (isinstance(hint, type) and (attrs.has(hint) or _is_dataclass(hint))):
+        return "object"
+    if is_base_model(hint):
         return "object"
     return getattr(hint, "__name__", repr(hint))
 
@@ -243,11 +248,17 @@ def _union_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], An
         # The member of the value's own JSON type first: ``int | float`` keeps 1 an int
         # (``int | float == float | int``, so the declared order cannot be relied on).
         exact = [member for member in members if member is type(value)]
+        refused: ConstraintViolation | None = None
         for member in exact + [member for member in members if member not in exact]:
             try:
                 return conv.structure(value, member)
+            except ConstraintViolation as exc:
+                # The right type, out of bounds: that says more than "expected A or B".
+                refused = refused or exc
             except Exception:
                 continue
+        if refused is not None:
+            raise refused
         raise _mismatch(value, hint)
 
     return structure
@@ -313,6 +324,63 @@ def _record_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], A
     return structure
 
 
+def _annotated_factory(hint: Any) -> Callable[[Any, Any], Any]:
+    """``Annotated[T, ...]``: T's hook, then the metadata's constraint check (if any)."""
+    bare, metadata = strip_annotated(hint)
+    inner = structure_hook(bare)
+    check = read_metadata(bare, metadata, repr(hint), warn=False).check()
+    if check is None:
+        return lambda value, _: inner(value, bare)
+
+    def structure(value: Any, _: Any) -> Any:
+        result = inner(value, bare)
+        check(result)
+        return result
+
+    return structure
+
+
+def _typed_dict_factory(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    from cattrs.gen.typeddicts import make_dict_structure_fn as make_typed_dict_fn
+
+    inner = make_typed_dict_fn(hint, conv)
+
+    def structure(value: Any, t: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _mismatch(value, hint)
+        return inner(typing.cast(dict[str, Any], value), t)
+
+    return structure
+
+
+def _is_annotated(hint: Any) -> bool:
+    return typing.get_origin(hint) is typing.Annotated
+
+
+def _is_read_only(hint: Any) -> bool:
+    """``ReadOnly[T]``, a TypedDict key qualifier cattrs does not unwrap itself."""
+    return getattr(typing.get_origin(hint), "_name", None) == "ReadOnly"
+
+
+def _read_only_factory(hint: Any) -> Callable[[Any, Any], Any]:
+    inner = typing.get_args(hint)[0]
+    hook = structure_hook(inner)
+    return lambda value, _: hook(value, inner)
+
+
+def _model_factory(hint: Any) -> Callable[[Any, Any], Any]:
+    validate = model_validator(hint)
+
+    def structure(value: Any, _: Any) -> Any:
+        if isinstance(value, hint):
+            return value
+        if not isinstance(value, Mapping):
+            raise _mismatch(value, hint)
+        return validate(value)
+
+    return structure
+
+
 def _build() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     simple: dict[Any, Callable[[Any, Any], Any]] = {
@@ -338,6 +406,14 @@ def _build() -> cattrs.Converter:
         lambda t: isinstance(t, type) and (attrs.has(t) or dataclasses.is_dataclass(t)),
         _record_factory,
     )
+    # After the mapping factory: a TypedDict is a Mapping too (the last registered wins).
+    conv.register_structure_hook_factory(is_typed_dict, _typed_dict_factory)
+    conv.register_structure_hook_factory(is_base_model, _model_factory)
+    conv.register_structure_hook_factory(_is_annotated, _annotated_factory)
+    conv.register_structure_hook_factory(_is_read_only, _read_only_factory)
+    conv.register_unstructure_hook_factory(
+        is_base_model, lambda _: lambda model: model.model_dump(mode="json")
+    )
     conv.register_unstructure_hook(datetime.datetime, datetime.datetime.isoformat)
     conv.register_unstructure_hook(datetime.date, datetime.date.isoformat)
     conv.register_unstructure_hook(set, lambda value: [conv.unstructure(v) for v in value])
@@ -358,6 +434,15 @@ _PRIMITIVE_HOOKS: dict[Any, Callable[[Any, Any], Any]] = {
 def structure_hook(hint: Any) -> Callable[[Any, Any], Any]:
     """The converter's hook for a type (the strict primitive hooks directly, for speed)."""
     return _PRIMITIVE_HOOKS.get(hint) or converter.get_structure_hook(hint)
+
+
+def argument_hook(hint: Any) -> tuple[Callable[[Any, Any], Any], Any]:
+    """The hook for a parameter's hint and the type to call it with: the bare type's own hook
+    unless ``Annotated`` metadata adds a check (no wrapper per call for a mere description)."""
+    bare, metadata = strip_annotated(hint)
+    if metadata and read_metadata(bare, metadata, repr(hint), warn=False).check() is not None:
+        return converter.get_structure_hook(hint), hint
+    return structure_hook(bare), bare
 
 
 class NotJSON(TypeError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import sys
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -12,12 +13,21 @@ from typing import Any, final
 
 import attrs
 
+from expediter.core.authoring.constraints import Metadata, is_field_info, read_metadata
 from expediter.core.authoring.docstrings import parse_docstring
+from expediter.core.authoring.pydantic_models import (
+    OWNED_BY_PYDANTIC,
+    is_base_model,
+    is_v1_model,
+    model_json_schema,
+    renamed_references,
+)
 from expediter.errors import SchemaError
 
 __all__ = [
     "REQUIRED",
     "Secret",
+    "is_typed_dict",
     "json_default",
     "marks_secret",
     "object_fields",
@@ -55,6 +65,13 @@ class Secret:
 
     def __repr__(self) -> str:
         return "expediter.Secret"
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        """Inside a pydantic model too, a secret field is ``"writeOnly": true``."""
+        schema = handler(core_schema)
+        schema["writeOnly"] = True
+        return schema
 
 
 def _is_secret_marker(item: Any) -> bool:
@@ -106,11 +123,54 @@ def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
     return schema
 
 
-def _describe(schema: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
-    texts = [item for item in metadata if isinstance(item, str) and item.strip()]
-    if texts:
-        schema["description"] = " ".join(text.strip() for text in texts)
+def _annotate(schema: dict[str, Any], found: Metadata, where: str) -> dict[str, Any]:
+    """Add what ``Annotated`` metadata says: description, constraint keywords, annotations."""
+    if found.texts:
+        schema["description"] = " ".join(found.texts)
+    if found.keywords:
+        variants = schema.get("anyOf") if "type" not in schema else None
+        for target in variants if isinstance(variants, list) else [schema]:
+            if target != {"type": "null"}:
+                target.update(found.keywords)
+    for key, value in found.annotations.items():
+        converted = json_default(value)
+        if converted is _NO_JSON:
+            raise SchemaError(f"{where}: Field({key}=...) has no JSON form")
+        schema[key] = converted
+    extra = found.extra
+    if callable(extra):
+        try:
+            extra(schema)
+        except Exception as exc:
+            raise SchemaError(f"{where}: Field(json_schema_extra=...) raised {exc!r}") from exc
+    elif extra is not None:
+        converted = json_default(extra)
+        if not isinstance(converted, dict):
+            raise SchemaError(
+                f"{where}: Field(json_schema_extra=...) must be a JSON object or a callable"
+            )
+        schema.update(converted)
     return schema
+
+
+def is_typed_dict(hint: Any) -> bool:
+    """Whether a hint is a ``TypedDict`` class (``typing``'s or ``typing_extensions``')."""
+    if typing.is_typeddict(hint):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(hint))
+
+
+#: ``TypedDict`` key qualifiers, unwrapped (``required`` comes from the class's keys).
+_QUALIFIERS = frozenset({"Required", "NotRequired", "ReadOnly"})
+
+
+def _unqualified(hint: Any) -> Any:
+    bare, metadata = strip_annotated(hint)
+    if getattr(typing.get_origin(bare), "_name", None) in _QUALIFIERS:
+        inner = _unqualified(typing.get_args(bare)[0])
+        return typing.Annotated[(inner, *metadata)] if metadata else inner
+    return hint
 
 
 def _enum_schema(values: list[Any]) -> dict[str, Any]:
@@ -129,8 +189,15 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def object_fields(cls: type) -> list[tuple[str, Any, Any, dict[str, Any]]]:
-    """Return ``(name, type hint, default, metadata)`` for the fields of an attrs or dataclass."""
+    """Return ``(name, type hint, default, metadata)`` for the fields of an attrs class, a
+    dataclass or a ``TypedDict`` (whose keys that are not required are optional, unshown)."""
     hints = typing.get_type_hints(cls, include_extras=True)
+    if is_typed_dict(cls):
+        required = cls.__required_keys__  # type: ignore[attr-defined]
+        return [
+            (name, _unqualified(hint), REQUIRED if name in required else _COMPUTED, {})
+            for name, hint in hints.items()
+        ]
     if attrs.has(cls):
         result = []
         for field in attrs.fields(cls):
@@ -155,7 +222,7 @@ def object_fields(cls: type) -> list[tuple[str, Any, Any, dict[str, Any]]]:
     return result
 
 
-def _def_name(cls: type, owners: dict[str, type]) -> str:
+def _def_name(cls: type, owners: dict[str, object]) -> str:
     name = cls.__name__
     suffix = 2
     while name in owners and owners[name] is not cls:
@@ -170,11 +237,17 @@ class _Builder:
 
     def __init__(self) -> None:
         self.defs: dict[str, Any] = {}
-        self.owners: dict[str, type] = {}
+        #: Who each definition's name belongs to: a record class, or pydantic.
+        self.owners: dict[str, object] = {}
+        #: The definition name of each pydantic model already adopted.
+        self.models: dict[type, str] = {}
 
     def build(self, hint: Any, where: str) -> dict[str, Any]:
         hint, metadata = strip_annotated(hint)
-        return _describe(self._bare(hint, where), metadata)
+        schema = self._bare(hint, where)
+        if not metadata:
+            return schema
+        return _annotate(schema, read_metadata(hint, metadata, where), where)
 
     def _bare(self, hint: Any, where: str) -> dict[str, Any]:
         if hint is Any or hint is typing.Any or hint is object:
@@ -219,10 +292,59 @@ class _Builder:
             return {"type": "object", "additionalProperties": value}
         if isinstance(hint, type) and (attrs.has(hint) or dataclasses.is_dataclass(hint)):
             return self._record(hint, where)
+        if is_typed_dict(hint):
+            return self._record(hint, where)
+        if is_base_model(hint):
+            return self._model(hint, where)
+        if is_v1_model(hint):
+            raise SchemaError(
+                f"{where}: {hint.__name__} is a pydantic v1 model (pydantic.v1.BaseModel); "
+                "use a pydantic v2 BaseModel"
+            )
         raise SchemaError(
             f"{where}: unsupported type hint {hint!r}; use str, int, float, bool, None, Literal, "
-            "an Enum, list[T], dict[str, T], an attrs class or a dataclass"
+            "an Enum, list[T], dict[str, T], an attrs class or a dataclass (or a TypedDict, a "
+            "pydantic BaseModel)"
         )
+
+    def _model(self, cls: type, where: str) -> dict[str, Any]:
+        """A pydantic model: pydantic's own schema, its definitions adopted into ``$defs``."""
+        known = self.models.get(cls)
+        if known is None:
+            schema = model_json_schema(cls, where)
+            defs = dict(schema.pop("$defs", None) or {})
+            reference = schema.get("$ref")
+            if set(schema) == {"$ref"} and isinstance(reference, str):
+                top = reference.removeprefix("#/$defs/")  # recursive: pydantic refers to it
+            else:
+                top = cls.__name__
+                while top in defs:
+                    top += "_"
+                defs[top] = schema
+            known = self._adopt(defs)[top]
+            self.models[cls] = known
+        return {"$ref": f"#/$defs/{known}"}
+
+    def _adopt(self, defs: dict[str, Any]) -> dict[str, str]:
+        """Add one pydantic schema's definitions; a name taken by a different definition
+        (a record's, another model's) gets a number. Returns each old name's new one."""
+        names = {name: name for name in defs}
+        changed = True
+        while changed:  # renaming one changes those referring to it: until nothing clashes
+            changed = False
+            for name, body in defs.items():
+                taken = self.defs.get(names[name])
+                if taken is None or taken == renamed_references(body, names):
+                    continue
+                suffix = 2
+                while f"{name}{suffix}" in self.defs or f"{name}{suffix}" in names.values():
+                    suffix += 1
+                names[name] = f"{name}{suffix}"
+                changed = True
+        for name, body in defs.items():
+            self.defs[names[name]] = renamed_references(body, names)
+            self.owners.setdefault(names[name], OWNED_BY_PYDANTIC)
+        return names
 
     def _record(self, cls: type, where: str) -> dict[str, Any]:
         name = _def_name(cls, self.owners)
@@ -232,7 +354,13 @@ class _Builder:
         self.defs[name] = {}  # placeholder so recursive records terminate
         properties: dict[str, Any] = {}
         required: list[str] = []
-        for field_name, hint, default, metadata in object_fields(cls):
+        try:
+            fields = object_fields(cls)
+        except Exception as exc:  # an unresolvable forward reference, most often
+            raise SchemaError(
+                f"{where}: cannot resolve the type hints of {cls.__name__} ({exc})"
+            ) from exc
+        for field_name, hint, default, metadata in fields:
             prop = self.build(hint, f"{where} -> {cls.__name__}.{field_name}")
             if isinstance(metadata.get("description"), str):
                 prop.setdefault("description", metadata["description"])
@@ -277,6 +405,11 @@ def schema_for(
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, hint, default, description in parameters:
+        if is_field_info(default):
+            raise SchemaError(
+                f"{where}: parameter {name!r}: a pydantic Field as the default is not supported: "
+                f"write `{name}: Annotated[T, Field(...)] = <default>`"
+            )
         prop = builder.build(hint, f"{where}: parameter {name!r}")
         if description and "description" not in prop:
             prop["description"] = description
