@@ -27,12 +27,14 @@ class Weather(expediter.Toolbox):
 
 class TestWeather(ToolContract):
     tool = Weather
+    secrets = {"api_key": "weather-test-key"}
     examples = {"forecast": {"city": "Oslo"}}
     require_examples = True
 
 
 def test_call_tool_fixture(call_tool):
-    assert call_tool(Weather, "forecast", {"city": "Rome"}).result["sky"] == "clear"
+    event = call_tool(Weather, "forecast", {"city": "Rome"}, secrets={"api_key": "k-1234"})
+    assert event.result["sky"] == "clear"
 '''
 
 BAD = """
