@@ -190,32 +190,38 @@ class CliState:
             except Exception as exc:
                 logger.warning("closing %s failed: %s", type(opened).__name__, error_line(exc))
 
-    def call_key(self, text: str) -> str | None:
+    def call_key(self, text: str, *, status: str | None = None) -> str | None:
         """The ledger key ``text`` names: itself when it is a key, else the one key it begins
         (a key shortened by ``ledger ls``, its "…" included), else None. A prefix that begins
         several keys is a usage error listing them. A key as the tables print it, its control
-        characters escaped (``\\x1b``, ``\\u202e``), names the key itself."""
+        characters escaped (``\\x1b``, ``\\u202e``), names the key itself. With ``status``
+        (``approve`` and ``deny``: calls awaiting approval), a prefix counts only the keys of
+        calls in that status, and names any other key only when none is."""
         for candidate in dict.fromkeys((text, unescape(text))):
-            found = self._call_key(candidate)
+            found = self._call_key(candidate, status)
             if found is not None:
                 return found
         return None
 
-    def _call_key(self, text: str) -> str | None:
+    def _call_key(self, text: str, status: str | None) -> str | None:
         ledger = self.ledger()
         if ledger.get(text) is not None:
             return text
         prefix = text.removesuffix("…").removesuffix("...")
         if not prefix:
             return None
-        found = ledger.keys_with_prefix(prefix, limit=_KEYS_LISTED + 1)
-        if len(found) > 1:
-            listed = escape(", ".join(found[:_KEYS_LISTED]))
-            more = ", ..." if len(found) > _KEYS_LISTED else ""
-            raise click.UsageError(
-                f"{text!r} begins several keys ({listed}{more}); give more of the key"
-            )
-        return found[0] if found else None
+        for wanted in dict.fromkeys((status, None)):
+            found = ledger.keys_with_prefix(prefix, limit=_KEYS_LISTED + 1, status=wanted)
+            if len(found) > 1:
+                listed = escape(", ".join(found[:_KEYS_LISTED]))
+                more = ", ..." if len(found) > _KEYS_LISTED else ""
+                which = "keys" if wanted is None else f"keys of calls {wanted}"
+                raise click.UsageError(
+                    f"{text!r} begins several {which} ({listed}{more}); give more of the key"
+                )
+            if found:
+                return found[0]
+        return None
 
     def host(self, plugins: Sequence[object] = (), *, strict: bool | None = None) -> Host:
         """The host, built from the configuration.
@@ -258,6 +264,8 @@ def pass_host(function: Callable[Concatenate[Host, P], R]) -> Callable[P, R]:
 
 #: Where the packs' commands found for one command line are kept (``ctx.meta``).
 _PACK_COMMANDS = "expediter.pack_commands"
+#: Why the packs' commands could not be listed (``ctx.meta``), when they could not.
+_UNLISTED = "expediter.pack_commands_unlisted"
 
 
 class _Group(click.Group):
@@ -292,6 +300,13 @@ class _Group(click.Group):
         command = super().get_command(ctx, cmd_name)
         if command is None:
             command = self._pack_commands(ctx).get(cmd_name)
+        if command is None and ctx.meta.get(_UNLISTED) is not None:
+            # Perhaps a pack's command, unknown only because the packs could not be listed:
+            # say why (a bad EXPEDITER_* value), not "no such command".
+            raise click.ClickException(
+                f"{ctx.meta[_UNLISTED]} (no command {cmd_name!r} among the built-in ones, and "
+                "the packs' commands cannot be listed until that is fixed)"
+            )
         return command
 
     def _pack_commands(self, ctx: click.Context) -> dict[str, click.Command]:
@@ -347,9 +362,14 @@ def _installed_commands(ctx: click.Context) -> list[PackCommands]:
 
     try:
         config = HostConfig.from_env(tools_path=tools_dirs, strict_plugins=False)
+    except ValueError as exc:  # a bad EXPEDITER_* value: the command reports it, once
+        ctx.meta[_UNLISTED] = str(exc)
+        return []
+    try:
         host = Host(config=config, refresh=refresh, record_calls=False)
     except Exception as exc:  # the command itself reports an unusable configuration
         logger.warning("the packs' commands cannot be listed: %s", error_line(exc))
+        ctx.meta[_UNLISTED] = error_line(exc)
         return []
     try:
         packs = host.packs
@@ -467,7 +487,7 @@ def cli(
 
     try:
         config = HostConfig.from_env(tools_path=tools_dirs, database_url=database)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
+    except ValueError as exc:  # a bad EXPEDITER_* value: the environment, not the command line
+        raise click.ClickException(str(exc)) from exc
     ctx.obj = CliState(config, refresh)
     ctx.call_on_close(ctx.obj.close)

@@ -9,6 +9,7 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import dump_json, echo_json, escape
+from expediter.cli.targets import check_configured, tool_target
 from expediter.core.records.jsonread import read_json
 
 __all__ = ["USAGE_ERRORS", "call", "exit_code", "print_outcome"]
@@ -42,6 +43,9 @@ def call(
 ) -> None:
     """Run one action of a tool through the host and print the result.
 
+    TOOL is a tool's name, or a stored instance's id, its name or a unique beginning of its
+    id (`instances ls` shows them).
+
     Exit status: 0 when the call completed, 1 when it ended in an error result,
     2 for bad usage or bad arguments.
     """
@@ -51,7 +55,10 @@ def call(
         raise click.UsageError(f"--args {exc}") from None
     if not isinstance(arguments, dict):
         raise click.UsageError(f"--args must be a JSON object, not {type(arguments).__name__}")
-    event = state.host().call(tool, action, arguments, user_id=user_id)
+    host = state.host()
+    target = tool_target(host, tool, user_id)
+    check_configured(host, target)
+    event = host.call(target, action, arguments, user_id=user_id)
     if as_json:
         echo_json(event.to_dict())
     else:

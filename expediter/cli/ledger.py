@@ -253,10 +253,16 @@ def upgrade(state: CliState) -> None:
     from expediter.core.ledger.schema import upgrade as run_upgrade
 
     database = state.ledger().database
+    from expediter.errors import LedgerError
+
     try:
         reached = run_upgrade(database)
+    except LedgerError:
+        raise  # says what to do itself
     except Exception as exc:
-        raise click.ClickException(f"upgrading {database.display} failed: {exc}") from exc
+        raise click.ClickException(
+            f"upgrading {database.display} failed: {error_line(exc)}"
+        ) from exc
     click.echo(f"{database.display} is at {reached}")
 
 

@@ -22,6 +22,7 @@ from expediter.cli.output import (
 )
 from expediter.cli.tools import provider_choice
 from expediter.core.records.jsonread import read_json
+from expediter.core.records.statuses import LedgerStatus
 
 __all__ = [
     "approval_items",
@@ -505,7 +506,9 @@ def _decide(
     approver: str | None,
 ) -> None:
     host = state.host()
-    key = state.call_key(key) or key  # an unknown key: resume says the ledger has no such call
+    # Of the keys a prefix begins, only the waiting ones count (an unknown key: resume says
+    # the ledger has no such call).
+    key = state.call_key(key, status=LedgerStatus.AWAITING_APPROVAL) or key
     event = host.resume(key, approved, approver=_approver(approver), reason=reason)
     if as_json:
         echo_json(event.to_dict())

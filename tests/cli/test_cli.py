@@ -174,7 +174,7 @@ def test_a_bad_argument_exits_two_naming_the_parameter(tools_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ("{oops", "--args is not JSON: Expecting property name"),
+        ("{oops", "--args is not valid JSON: Expecting property name"),
         ("[1]", "--args must be a JSON object"),
     ],
 )

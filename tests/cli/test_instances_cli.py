@@ -449,6 +449,52 @@ def test_call_runs_each_instance_with_its_own_secret(expediter: Run) -> None:
     assert (code, event["instance_id"], event["owner_id"]) == (0, second, "u")
 
 
+def test_calling_a_tool_that_needs_configuration_names_the_field_and_the_fix(
+    expediter: Run,
+) -> None:
+    code, out, err = expediter("call", "weather", "forecast", "--args", '{"city": "x"}')
+    assert (code, out) == (2, "")
+    assert (
+        "Error: tool 'weather' needs configuration to run: 'api_key' (secret) must be set. "
+        "Store an instance of it, then call the instance by its id or name: expediter "
+        "instances add weather --name NAME --secret api_key=-"
+    ) in " ".join(err.split())
+
+
+def test_call_takes_an_instance_by_name_or_by_the_beginning_of_its_id(expediter: Run) -> None:
+    instance_id = add(expediter, "weather", "--name", "home", "--secret", "api_key=sk-home-1111")
+    assert forecast(expediter, "home")["key_tail"] == "1111"
+    assert forecast(expediter, instance_id[:8])["key_tail"] == "1111"
+    code, out, _ = expediter("call", "home", "forecast", "--args", '{"city": "x"}', "--json")
+    assert (code, json.loads(out)["instance_id"]) == (0, instance_id)
+
+
+def test_a_name_several_owners_use_is_ambiguous_until_the_user_says_whose(
+    expediter: Run,
+) -> None:
+    ann = add(
+        expediter, "weather", "--name", "w", "--secret", "api_key=sk-ann-aaaa", "--user", "ann"
+    )
+    bob = add(
+        expediter, "weather", "--name", "w", "--secret", "api_key=sk-bob-bbbb", "--user", "bob"
+    )
+    code, out, err = expediter("call", "w", "forecast", "--args", '{"city": "x"}')
+    assert (code, out) == (2, "")
+    assert "2 tool instances are named 'w'" in err
+    assert ann in err
+    assert bob in err
+    assert "sk-" not in err
+    assert forecast(expediter, "w", "--user", "bob")["key_tail"] == "bbbb"
+
+
+def test_an_id_beginning_shared_by_several_instances_is_ambiguous(expediter: Run) -> None:
+    ids = [add(expediter, "weather", "--name", f"w{n}", "--secret", "api_key=k") for n in range(17)]
+    first = next(i[0] for i in ids if sum(other[0] == i[0] for other in ids) > 1)
+    code, _, err = expediter("call", first, "forecast", "--args", '{"city": "x"}')
+    assert code == 2
+    assert f"tool instances have ids beginning '{first}'" in err
+
+
 def test_tools_show_accepts_an_instance_id(expediter: Run) -> None:
     instance_id = add(expediter, "weather", "--name", "w", "--secret", "api_key=sk-show-0000")
     code, text, _ = expediter("tools", "show", instance_id)

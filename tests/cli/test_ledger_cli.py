@@ -620,6 +620,7 @@ def test_ledger_show_of_a_key_no_database_can_hold_answers_normally(
 
 
 def test_db_upgrade_and_db_current_on_sqlite(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
     url = f"sqlite:///{tmp_path / 'db' / 'ledger.db'}"
     assert run("--database", url, "db", "current") == (
         0,

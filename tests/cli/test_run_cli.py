@@ -559,8 +559,30 @@ def test_an_ambiguous_prefix_is_bad_usage_listing_the_keys(
     code, out, err = invoke(command, "msg_012", tools_dir=tools_dir)
 
     assert (code, out) == (2, "")
-    assert "'msg_012' begins several keys (msg_0123abcd:r1, msg_0124abcd:r1)" in err
+    assert (
+        "'msg_012' begins several keys of calls awaiting_approval (msg_0123abcd:r1, "
+        "msg_0124abcd:r1)"
+    ) in err
     assert {row(ledger, key).status for key in two_waiting_calls} == {"awaiting_approval"}
+
+
+@pytest.mark.parametrize("command", ["approve", "deny"])
+def test_a_prefix_counts_only_the_calls_still_waiting(
+    command: str, tools_dir: Path, two_waiting_calls: tuple[str, str], ledger: Ledger
+) -> None:
+    first, second = two_waiting_calls
+    code, _, err = invoke("deny", first, tools_dir=tools_dir)
+    assert code == 0, err
+
+    code, out, err = invoke(command, "msg_012", "--json", tools_dir=tools_dir)
+
+    assert code == 0, err
+    assert json.loads(out)["key"] == second
+    assert row(ledger, second).status in ("executed", "denied")
+    # A prefix of decided calls only still names the call: it says it is no longer waiting.
+    code, _, err = invoke(command, "msg_0123", tools_dir=tools_dir)
+    assert code == 1
+    assert "msg_0123abcd:r1" in err
 
 
 @pytest.mark.parametrize("prefix", ["msg_9", "msg%", "msg_012_", "MSG_0123"])

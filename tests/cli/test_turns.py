@@ -267,7 +267,7 @@ def test_parse_exits_2_for_a_response_it_cannot_read(tmp_path: Path, content: st
 def test_parse_exits_2_for_non_json_on_standard_input() -> None:
     code, _, err = run("parse", "--provider", "openai", "--response", "-", stdin="not json")
     assert code == 2
-    assert "not JSON" in err
+    assert "Error: - is not valid JSON: Expecting value: line 1 column 1 (char 0)" in err
 
 
 def test_parse_exits_2_for_an_unknown_provider() -> None:

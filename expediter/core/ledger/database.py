@@ -57,6 +57,10 @@ class Database:
     target: str = attrs.field(repr=_masked_repr)
     #: SQLite's ``synchronous`` pragma (``normal`` unless the URL says ``?synchronous=full``).
     synchronous: str = "normal"
+    #: SQLite: whether a missing folder for the file is made (the default ledger in the data
+    #: directory); a URL someone wrote names a folder that must exist, so a mistyped path is
+    #: an error instead of a new, empty ledger.
+    create_folder: bool = False
 
     @classmethod
     def parse(cls, url: str) -> Database:
@@ -99,10 +103,30 @@ class Database:
         malformed URL, or a part of it, in its errors)."""
         return mask_url_in(mask_url_in(text, self.target), self.url)
 
+    def prepare_file(self) -> None:
+        """SQLite: the database file (and, with ``create_folder``, its folder) made usable by
+        their owner only (0600 in 0700), since sqlite creates ``-wal`` and ``-shm`` with the
+        file's permissions; LedgerError when the folder a URL names does not exist."""
+        path = Path(self.target)
+        if self.create_folder:
+            private_dir(path.parent)
+        elif not path.parent.is_dir():
+            raise LedgerError(
+                f"the ledger {self.display} is in a folder that does not exist ({path.parent}): "
+                "check the path in the database URL, or create the folder"
+            )
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        except FileExistsError:
+            return  # an existing ledger keeps the mode its owner gave it
+        except OSError:
+            return  # sqlite3 reports why it cannot open the file
+        os.close(fd)
+
     def connect(self, timeout: float = 5.0) -> Any:
         """A new autocommit DBAPI connection."""
         if self.dialect == "sqlite":
-            _create_private(Path(self.target))
+            self.prepare_file()
             lite = sqlite3.connect(
                 self.target, timeout=timeout, isolation_level=None, check_same_thread=False
             )
@@ -176,19 +200,6 @@ def _postgres_problem(rest: str) -> str | None:
             "password as %25"
         )
     return None
-
-
-def _create_private(path: Path) -> None:
-    """The SQLite file and its folder usable by their owner only (0600 in 0700): sqlite
-    creates ``-wal`` and ``-shm`` with the database file's permissions."""
-    private_dir(path.parent)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-    except FileExistsError:
-        return  # an existing ledger keeps the mode its owner gave it
-    except OSError:
-        return  # sqlite3 reports why it cannot open the file
-    os.close(fd)
 
 
 def is_outage(exc: BaseException) -> bool:

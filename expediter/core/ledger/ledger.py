@@ -96,7 +96,11 @@ class Ledger(LedgerReads):
         auto_upgrade: bool | None = None,
         approval_seconds: float = 86400.0,
     ) -> None:
-        self.database = Database.parse(url or default_url(home))
+        self.database = (
+            Database.parse(url)
+            if url
+            else attrs.evolve(Database.parse(default_url(home)), create_folder=True)
+        )
         self.lease_seconds = float(lease_seconds)
         #: How long a call may wait for a human's decision before the sweeper abandons it.
         self.approval_seconds = float(approval_seconds)

@@ -72,8 +72,9 @@ def pending_approvals(*, client_side: str, limit: int = 0) -> Query:
     return query, {}
 
 
-def keys_with_prefix(prefix: str, limit: int = 10) -> Query:
-    """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted."""
+def keys_with_prefix(prefix: str, limit: int = 10, status: str | None = None) -> Query:
+    """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted; only
+    those of rows in ``status`` when it is given."""
     # LIKE (its wildcards escaped) can use an index; substr keeps it exact where LIKE
     # ignores case (SQLite).
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -84,7 +85,11 @@ def keys_with_prefix(prefix: str, limit: int = 10) -> Query:
         .order_by(t.c.key)
         .limit(max(1, limit))
     )
-    return query, {"f_pattern": escaped + "%", "f_prefix": prefix}
+    params: dict[str, Any] = {"f_pattern": escaped + "%", "f_prefix": prefix}
+    if status is not None:
+        query = query.where(t.c.status == sa.bindparam("f_status"))
+        params["f_status"] = status
+    return query, params
 
 
 def duplicates(key: str) -> Query:

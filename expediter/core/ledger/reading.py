@@ -97,11 +97,14 @@ class LedgerReads:
         )
         return {key: rows[form] for key, form in stored.items() if form in rows}
 
-    def keys_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
-        """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted."""
+    def keys_with_prefix(
+        self, prefix: str, limit: int = 10, *, status: str | None = None
+    ) -> list[str]:
+        """Up to ``limit`` keys that start with ``prefix`` (exactly, case included), sorted;
+        with ``status``, only keys of calls in that ledger status."""
         from expediter.core.ledger import queries
 
-        query, params = queries.keys_with_prefix(column_text(prefix) or "", limit)
+        query, params = queries.keys_with_prefix(column_text(prefix) or "", limit, status)
         found = self._read(lambda repository: repository.select(query, params))
         return [str(row["key"]) for row in found]
 

@@ -50,6 +50,8 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
     import sqlalchemy as sa
     from alembic import command
 
+    if database.dialect == "sqlite":
+        database.prepare_file()
     engine = sa.create_engine(database.sqlalchemy_url, poolclass=sa.pool.NullPool)
     if database.dialect == "sqlite":
         _serialized(engine)

@@ -66,14 +66,14 @@ def decode_error(exc: json.JSONDecodeError) -> json.JSONDecodeError:
 
 def read_json(text: str) -> object:
     """``json.loads`` that behaves the same on every Python; ``ValueError`` saying what is
-    wrong as a predicate for the text's name (``is not JSON: ...``, ``is nested too deeply
+    wrong as a predicate for the text's name (``is not valid JSON: ...``, ``is nested too deeply
     ...``, ``holds a number too long to read``)."""
     if nests_deeper(text, MAX_DOCUMENT_DEPTH):
         raise ValueError(TOO_DEEP)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"is not JSON: {decode_error(exc)}") from None
+        raise ValueError(f"is not valid JSON: {decode_error(exc)}") from None
     except RecursionError:  # within the limit, but deeper than this stack has room for
         raise ValueError(TOO_DEEP) from None
     except ValueError:  # an integer longer than Python reads (int_max_str_digits)

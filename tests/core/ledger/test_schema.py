@@ -253,6 +253,7 @@ def test_current_revision_rolls_back_a_connection_inside_a_transaction(
 
 
 def test_a_ledger_upgrades_an_embedded_sqlite_when_it_opens(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
     url = f"sqlite:///{tmp_path / 'data' / 'ledger.db'}"
     ledger = Ledger(url, home=tmp_path / "home")
     try:
