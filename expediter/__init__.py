@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from expediter import errors, providers
     from expediter.core.authoring.schema import Secret
     from expediter.core.authoring.tools import Toolbox, action, tool
+    from expediter.core.calls.arguments import ArgumentsCheck
     from expediter.core.config import HostConfig
     from expediter.core.discovery.catalogue import PackInfo, ToolInfo
     from expediter.core.discovery.providers import ProviderInfo
@@ -38,6 +39,7 @@ _EXPORTS = {
     "tool": "expediter.core.authoring.tools",
     "action": "expediter.core.authoring.tools",
     "Toolbox": "expediter.core.authoring.tools",
+    "ArgumentsCheck": "expediter.core.calls.arguments",
     "Secret": "expediter.core.authoring.schema",
     "Action": "expediter.hookspecs.tool",
     "CallContext": "expediter.hookspecs.tool",
@@ -60,6 +62,7 @@ _EXPORTS = {
 
 __all__ = [
     "Action",
+    "ArgumentsCheck",
     "CallContext",
     "CallEvent",
     "ConfigField",

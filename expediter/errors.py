@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from expediter.hookspecs.tool import ToolError
 
@@ -89,18 +90,68 @@ class EgressBlocked(ExpediterError):
     """An outbound request was refused by the egress guard (``expediter.core.netguard``).
 
     Its text is the generic message the model sees; ``reason`` says why (the address, the range
-    or the rule), for the ledger and the logs only.
+    or the rule) and ``detail`` adds what an operator can do about it, for the ledger, the logs
+    and the command line only. ``address`` is the refused address, when an address was.
     """
 
     #: What the model is told, whatever the reason.
     MESSAGE = "blocked by egress policy"
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, address: str | None = None) -> None:
         super().__init__(self.MESSAGE)
         self.reason = reason
+        self.address = address
 
-    def __reduce__(self) -> tuple[type[EgressBlocked], tuple[str]]:
-        return type(self), (self.reason,)
+    def __reduce__(self) -> Any:
+        return _egress_blocked, (type(self), self.reason, self.address)
+
+    @property
+    def hint(self) -> str | None:
+        """How an operator allows the refused address (None when no address was refused)."""
+        address = getattr(self, "address", None)
+        return self.hint_for([address]) if isinstance(address, str) else None
+
+    @property
+    def detail(self) -> str:
+        """The refusal as an operator reads it: the message, the reason and the hint."""
+        reason = self.reason if isinstance(self.reason, str) else "(no reason given)"
+        hint = self.hint
+        return f"{self.MESSAGE}: {reason}" + (f"; {hint}" if hint else "")
+
+    @staticmethod
+    def hint_for(addresses: Iterable[str]) -> str:
+        """How an operator allows these addresses: the ``--allow-network`` options that add
+        an instance (``allow_networks`` of a stored one), or ``EXPEDITER_EGRESS_ALLOW``."""
+        import json
+
+        ranges = list(dict.fromkeys(_allow_range(address) for address in addresses))
+        options = " ".join(f"--allow-network {item}" for item in ranges)
+        config = json.dumps({"allow_networks": ranges})
+        return (
+            f"an operator can allow it with `{options}` when adding the instance (a stored "
+            f"one: `expediter instances set ID --config '{config}'`), or for every instance "
+            f"with EXPEDITER_EGRESS_ALLOW={','.join(ranges)}"
+        )
+
+
+def _egress_blocked(kind: type[EgressBlocked], reason: str, address: str | None) -> EgressBlocked:
+    """Unpickle a refusal (a subclass without ``address`` is made as it always was)."""
+    return kind(reason) if address is None else kind(reason, address=address)
+
+
+def _allow_range(address: str) -> str:
+    """The narrowest range (CIDR) that allows ``address``: the address itself; an IPv4-mapped
+    IPv6 address as its IPv4 form (the guard allows those by their IPv4 range)."""
+    import ipaddress
+
+    text = address.strip().strip("[]").split("%", 1)[0]
+    try:
+        parsed = ipaddress.ip_address(text)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        parsed = parsed.ipv4_mapped
+    return str(ipaddress.ip_network(parsed))
 
 
 class ConfigError(ArgumentError):

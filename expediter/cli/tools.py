@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,11 +13,14 @@ from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
 
 if TYPE_CHECKING:
+    from expediter.core.discovery.catalogue import ToolInfo
     from expediter.core.host import Host
     from expediter.core.instances.records import StoredInstance
+    from expediter.hookspecs.tool import Action
 
 __all__ = [
     "PROVIDER_NAMES",
+    "instance_actions",
     "plugins",
     "print_tools",
     "provider_choice",
@@ -130,11 +133,119 @@ def list_tools(state: CliState, as_json: bool, include_internal: bool) -> None:
     """List the offered tools and their actions."""
     host = state.host()
     infos = host.catalogue(include_internal=include_internal)
+    instances = _instance_rows(state, host, infos, include_internal)
     if as_json:
-        echo_json([info.summary() for info in infos])
+        echo_json([info.summary() for info in infos] + instances)
     else:
         print_tools(infos)
+        if instances:
+            click.echo("")
+            _print_instances(instances)
     _warn_problems(state)
+
+
+def _has_database(state: CliState) -> bool:
+    """Whether the ledger database may hold stored instances: a database URL is given, or the
+    default SQLite file exists (a fresh data directory is not created, nor the ledger package
+    imported, for a listing: the ``tools list`` budget of DESIGN.md section 9)."""
+    if state.config.database_url:
+        return True
+    # The file ``expediter.core.ledger.database.default_url`` names.
+    return (state.config.home / "expediter.db").exists()
+
+
+def instance_actions(
+    host: Host, records: Iterable[StoredInstance]
+) -> dict[str, tuple[list[Action], str | None]]:
+    """Each enabled stored instance's actions as its owner's toolset offers them, or why it
+    offers none: one toolset per owner, built as a turn's is (a remote tool's server is asked,
+    within the tool's own time limits; a server that cannot be reached is that instance's
+    error, never the command's)."""
+    found: dict[str, tuple[list[Action], str | None]] = {}
+    by_owner: dict[str | None, list[StoredInstance]] = {}
+    for record in records:
+        if record.enabled:
+            by_owner.setdefault(record.owner_id, []).append(record)
+        else:
+            found[record.id] = ([], "disabled")
+    for owner, owned in by_owner.items():
+        try:
+            toolset = host.toolset(user_id=owner)
+        except Exception as exc:  # the stored instances cannot be read, say
+            for record in owned:
+                found[record.id] = ([], f"{type(exc).__name__}: {shorten(str(exc), 300)}")
+            continue
+        offered: dict[str, list[Action]] = {}
+        for item in toolset.actions:
+            offered.setdefault(item.instance_id, []).append(item.action)
+        for record in owned:
+            prefix = f"instance {record.id!r}: "
+            errors = [error[len(prefix) :] for error in toolset.errors if error.startswith(prefix)]
+            found[record.id] = (offered.get(record.id, []), errors[0] if errors else None)
+    return found
+
+
+def _instance_rows(
+    state: CliState, host: Host, infos: Sequence[ToolInfo], include_internal: bool
+) -> list[dict[str, Any]]:
+    """``tools list``'s rows of the stored instances (every owner's), shaped as the tools'
+    rows, with the instance's actions and id (none without a database)."""
+    if not _has_database(state):
+        return []
+    from expediter.errors import ExpediterError
+
+    try:
+        stored = host.instances.list()
+    except ExpediterError as exc:  # the tools are listed all the same
+        warn(f"the stored instances cannot be listed: {exc}")
+        return []
+    tools = {info.name: info for info in host.catalogue(include_internal=True)}
+    records = [
+        record
+        for record in stored
+        if include_internal or record.tool not in tools or not tools[record.tool].internal
+    ]
+    listed = instance_actions(host, records)
+    rows = []
+    for record in records:
+        info = tools.get(record.tool)
+        actions, error = listed.get(record.id, ([], None))
+        rows.append(
+            {
+                "name": record.name,
+                "pack": None if info is None else info.pack,
+                "source": "instance",
+                "internal": False if info is None else info.internal,
+                "actions": [action.name for action in actions if action.active],
+                "version": None if info is None else info.version,
+                "user_scoped": False if info is None else info.user_scoped,
+                "headless_excluded": False if info is None else info.headless_excluded,
+                "description": "" if info is None else info.description,
+                "tool": record.tool,
+                "instance_id": record.id,
+                "owner_id": record.owner_id,
+                "enabled": record.enabled,
+                "error": error,
+            }
+        )
+    return rows
+
+
+def _print_instances(rows: Sequence[Mapping[str, Any]]) -> None:
+    echo_table(
+        ["INSTANCE", "TOOL", "ACTIONS", "OWNER", "ID", "DESCRIPTION"],
+        [
+            [
+                row["name"],
+                row["tool"],
+                ", ".join(row["actions"]),
+                "-" if row["owner_id"] is None else row["owner_id"],
+                row["instance_id"],
+                shorten(f"error: {row['error']}" if row["error"] else row["description"], 60),
+            ]
+            for row in rows
+        ],
+    )
 
 
 def print_tools(infos: Iterable[Any]) -> None:
@@ -154,18 +265,21 @@ def print_tools(infos: Iterable[Any]) -> None:
     )
 
 
-def _type_text(schema: dict[str, Any]) -> str:
-    if "enum" in schema:
-        return " | ".join(json.dumps(value) for value in schema["enum"])
+def _type_text(schema: Any, depth: int = 0) -> str:
+    """A parameter's type in a few words (a schema from a remote server may be anything)."""
+    if not isinstance(schema, Mapping) or depth > 5:
+        return "any"
+    if isinstance(schema.get("enum"), list):
+        return shorten(" | ".join(json.dumps(value) for value in schema["enum"]), 200)
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(kind)
+        return " | ".join(str(item) for item in kind)
     if kind == "array":
-        return f"array of {_type_text(schema.get('items') or {})}"
+        return f"array of {_type_text(schema.get('items') or {}, depth + 1)}"
     if "$ref" in schema:
         return str(schema["$ref"]).rpartition("/")[2]
-    if "anyOf" in schema:
-        return " | ".join(_type_text(item) for item in schema["anyOf"])
+    if isinstance(schema.get("anyOf"), list):
+        return " | ".join(_type_text(item, depth + 1) for item in schema["anyOf"])
     return str(kind or "any")
 
 
@@ -208,16 +322,26 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             raise click.UsageError(
                 escape(f"tool instance {instance.name!r} ({instance.id}): {missing}")
             ) from missing
+    actions: Sequence[Action] = info.actions
+    problem = None
+    if instance is not None:
+        # The instance's own actions (an http or mcp instance's come from its configuration
+        # or its server), as its owner's toolset offers them.
+        actions, problem = instance_actions(host, [instance])[instance.id]
     if as_json:
         data = info.to_dict()
         if instance is not None:
+            data["actions"] = [action.to_dict() for action in actions]
             data["instance"] = instance.to_dict()
+            data["instance_error"] = problem
         echo_json(data)
         return
     if instance is not None:
         owner = "shared" if instance.owner_id is None else f"owner {instance.owner_id}"
         state_text = "enabled" if instance.enabled else "disabled"
         click.echo(escape(f"instance {instance.name} ({instance.id}): {owner}, {state_text}"))
+        if problem is not None:
+            click.echo(escape(f"  its actions cannot be listed: {problem}"))
     flags = [
         flag
         for flag, on in (
@@ -236,28 +360,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
     )
     if info.description:
         click.echo(f"  {escape(info.description)}")
-    for action in info.actions:
-        click.echo("")
-        marks = [
-            mark
-            for mark, on in (
-                ("needs approval", action.require_approval),
-                ("inactive", not action.active),
-            )
-            if on
-        ]
-        suffix = f"  [{', '.join(marks)}]" if marks else ""
-        click.echo(escape(f"  {action.name}{suffix}: {action.description}"))
-        properties = action.parameters.get("properties", {})
-        required = set(action.parameters.get("required", []))
-        for name, schema in properties.items():
-            need = "required" if name in required else "optional"
-            if "default" in schema:
-                need += f", default {json.dumps(schema['default'])}"
-            text = schema.get("description", "")
-            click.echo(escape(f"    {name}: {_type_text(schema)} ({need})  {text}".rstrip()))
-        if not properties:
-            click.echo("    (no parameters)")
+    _print_actions(actions)
     click.echo("")
     if info.config:
         click.echo("  config:")
@@ -268,6 +371,39 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             click.echo(escape(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip()))
     else:
         click.echo("  config: none")
+
+
+def _print_actions(actions: Iterable[Action]) -> None:
+    """Each action with its parameters: name, type, required or optional, description."""
+    for action in actions:
+        click.echo("")
+        marks = [
+            mark
+            for mark, on in (
+                ("needs approval", action.require_approval),
+                ("inactive", not action.active),
+            )
+            if on
+        ]
+        suffix = f"  [{', '.join(marks)}]" if marks else ""
+        # On one line: a description's line breaks would show as \n escapes.
+        description = " ".join(action.description.split())
+        click.echo(escape(f"  {action.name}{suffix}: {description}"))
+        properties = action.parameters.get("properties")
+        if not isinstance(properties, Mapping):
+            properties = {}
+        required = action.parameters.get("required")
+        if not isinstance(required, list):
+            required = []
+        for name, schema in properties.items():
+            need = "required" if name in required else "optional"
+            details = schema if isinstance(schema, Mapping) else {}
+            if "default" in details:
+                need += f", default {shorten(json.dumps(details['default']), 80)}"
+            text = shorten(str(details.get("description") or ""), 300)
+            click.echo(escape(f"    {name}: {_type_text(schema)} ({need})  {text}".rstrip()))
+        if not properties:
+            click.echo("    (no parameters)")
 
 
 #: The built-in providers (kept here so ``--help`` imports no adapter); ``--provider`` takes

@@ -264,3 +264,97 @@ def test_http_actions_of_an_unknown_instance_exits_1(run: Run) -> None:
     result = run("http", "actions", "no-such-id")
     assert result.exit_code == 1
     assert "no tool instance" in result.stderr
+
+
+# -- a base URL the egress guard refuses: a warning at import, the instance stored ------------
+
+
+@pytest.mark.parametrize(
+    ("base_url", "kind", "option"),
+    [
+        ("http://127.0.0.1:8080/v3", "(loopback)", "--allow-network 127.0.0.1/32"),
+        ("http://10.1.2.3/v3", "(private network)", "--allow-network 10.1.2.3/32"),
+        ("http://169.254.169.254/latest", "(link-local", "--allow-network 169.254.169.254/32"),
+        ("http://[::1]:8080/v3", "(loopback)", "--allow-network ::1/128"),
+        ("http://[::ffff:127.0.0.1]/v3", "127.0.0.0/8", "--allow-network 127.0.0.1/32"),
+    ],
+    ids=["loopback", "private", "link-local", "ipv6-loopback", "ipv4-mapped"],
+)
+def test_a_refused_base_url_warns_with_the_range_to_allow(
+    run: Run, base_url: str, kind: str, option: str
+) -> None:
+    result = run("http", "import", PETSTORE, "--name", "shop", "--base-url", base_url)
+    assert result.exit_code == 0, result.output
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: the base URL names ")
+    assert kind in warning
+    assert f"`{option}`" in warning
+    assert "EXPEDITER_EGRESS_ALLOW=" in warning
+    (record,) = listed(run)  # stored all the same
+    assert record["id"] == result.stdout.strip()
+    assert record["config"]["base_url"] == base_url.rstrip("/")
+
+
+def test_localhost_warns_for_both_loopback_addresses(run: Run) -> None:
+    result = run("http", "import", PETSTORE, "--name", "shop", "--base-url", "http://localhost:8")
+    assert result.exit_code == 0, result.output
+    assert "`--allow-network 127.0.0.1/32 --allow-network ::1/128`" in result.stderr
+    # One of the two allowed: the other is still named.
+    allowed = run(
+        "http",
+        "import",
+        PETSTORE,
+        "--name",
+        "shop2",
+        "--base-url",
+        "http://localhost:8",
+        "--allow-network",
+        "127.0.0.0/8",
+    )
+    assert allowed.exit_code == 0, allowed.output
+    assert "`--allow-network ::1/128`" in allowed.stderr
+    assert "127.0.0.1/32" not in allowed.stderr
+
+
+@pytest.mark.parametrize(
+    "allowing",
+    [
+        ["--allow-network", "127.0.0.0/8"],
+        ["--allow-network", "127.0.0.1"],
+        ["--allow-network", "10.0.0.0/8", "--allow-network", "127.0.0.1/32"],
+    ],
+)
+def test_an_allowed_base_url_imports_without_a_warning(run: Run, allowing: list[str]) -> None:
+    result = run(
+        "http", "import", PETSTORE, "--name", "shop", "--base-url", "http://127.0.0.1:8", *allowing
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
+def test_the_hosts_egress_allowance_counts_too(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPEDITER_EGRESS_ALLOW", "127.0.0.0/8")
+    result = run("http", "import", PETSTORE, "--name", "shop", "--base-url", "http://127.0.0.1:8")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://api.internal.test/v1", "http://printer.lan:631", "https://93.184.215.14"]
+)
+def test_a_public_address_or_a_name_is_not_judged_at_import(run: Run, base_url: str) -> None:
+    # A name is never resolved here (the test net refuses a real lookup).
+    result = run("http", "import", PETSTORE, "--name", "shop", "--base-url", base_url)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
+def test_the_documents_own_loopback_server_warns(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "local.json"
+    document = json.loads((SPECS / "petstore-3.1.json").read_text())
+    document["servers"] = [{"url": "http://127.0.0.2:9000/api"}]
+    spec.write_text(json.dumps(document))
+    result = run("http", "import", str(spec), "--name", "local")
+    assert result.exit_code == 0, result.output
+    assert "'127.0.0.2' (127.0.0.2 is in 127.0.0.0/8 (loopback))" in result.stderr
+    assert "`--allow-network 127.0.0.2/32`" in result.stderr

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import call, instance
+from conftest import call, instance, model_response
 from expediter_http.tool import HttpTool
 from servers import Reply, TestServer
 
@@ -101,6 +101,45 @@ def test_a_blocked_request_tells_the_model_only_that_and_the_ledger_why(
     assert ledger_error(host, event).startswith(GENERIC + ": ")
     assert server.received == []
     assert server.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("base", "allow"),
+    [
+        ("{server}", "127.0.0.1/32"),
+        ("http://metadata.test", "169.254.169.254/32"),
+        ("http://[::ffff:127.0.0.1]:{port}", "127.0.0.1/32"),
+        ("http://[::1]:{port}", "::1/128"),
+    ],
+)
+def test_the_ledger_and_the_log_name_the_range_that_allows_the_address(
+    server: TestServer, http_host: Any, base: str, allow: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = http_host(allow=None, lookup={"metadata.test": ["169.254.169.254"]}, record_calls=True)
+    tool_instance = instance(base.format(server=server.url, port=server.port), timeout=5)
+    toolset = host.toolset(instances=[tool_instance])
+    name = toolset.name_map.name_for(tool_instance.instance_id or "http", "echo")
+    calls = toolset.parse_calls("openai", model_response(str(name)))
+    with caplog.at_level("WARNING", logger="expediter.netguard"):
+        (event,) = toolset.run(calls)
+    assert blocked(event), event
+    recorded = ledger_error(host, event)
+    assert f"`--allow-network {allow}`" in recorded
+    assert f"EXPEDITER_EGRESS_ALLOW={allow}" in recorded
+    assert f"--allow-network {allow}" in caplog.text
+    # Nothing of it reaches the model: the event and the provider's result message.
+    (message,) = toolset.result_messages("openai", calls, [event])
+    assert message["content"] == GENERIC
+    model_sees = json.dumps(event.to_dict()) + str(event.content) + json.dumps(message)
+    assert "allow" not in model_sees.lower()
+    assert "EXPEDITER" not in model_sees
+
+
+def test_a_refusal_that_no_range_allows_carries_no_hint(server: TestServer, http_host: Any) -> None:
+    host = http_host(allow=None, record_calls=True)
+    event = call(host, instance("http://missing.test", timeout=5), "echo", {})
+    assert blocked(event), event
+    assert "--allow-network" not in ledger_error(host, event)
 
 
 @pytest.mark.parametrize("scheme", ["ftp", "file", "gopher"])

@@ -17,10 +17,8 @@ from expediter_http.tool import HttpTool
 from servers import Reply, TestServer
 
 from expediter.core.instances.keys import generate_key
-from expediter.core.netguard import Resolver
 from expediter.errors import ConfigError
 from expediter.testing import ToolContract
-from expediter.testing.network import StaticLookup
 
 API_KEY = "stored-KEY-SECRET-1234"
 HEADER_SECRET = "stored-HDR-SECRET-5678"
@@ -179,7 +177,6 @@ def test_a_malformed_stored_action_is_a_readable_error_event(server, host):
 
 # --- the tool contract -----------------------------------------------------------------------
 
-_CONTRACT: dict[str, str] = {"base_url": "http://127.0.0.1:9"}
 CONTRACT_ACTIONS = [
     {
         "name": "list_pets",
@@ -194,6 +191,7 @@ CONTRACT_ACTIONS = [
                 "schema": {"type": "integer"},
             }
         ],
+        "security": ["shop_key"],
     },
     {
         "name": "create_pet",
@@ -205,34 +203,43 @@ CONTRACT_ACTIONS = [
             "required": True,
             "description": "The new pet.",
         },
+        "security": ["shop_key"],
     },
 ]
 
 
-class ContractHttp(HttpTool):
-    """Call an HTTP API: each action is one operation of it."""
-
-    name = "http"
-    resolver = Resolver(StaticLookup({}))
-
-    def __init__(self, config: Any = None) -> None:
-        sample = {
-            "base_url": _CONTRACT["base_url"],
-            "actions": CONTRACT_ACTIONS,
-            "allow_networks": ["127.0.0.0/8"],
-        }
-        super().__init__({**sample, **(config or {})})
-
-
 class TestHttpContract(ToolContract):
-    tool = ContractHttp
+    """The contract on an ``http`` instance configured as an operator stores one: its actions
+    and security in ``config``, its credentials in ``secrets`` (sealed, never shown)."""
+
+    tool = HttpTool
+    config = {
+        "actions": CONTRACT_ACTIONS,
+        "security": [
+            {"name": "shop_key", "type": "api_key", "in": "header", "parameter": "X-API-Key"}
+        ],
+        "allow_networks": ["127.0.0.0/8"],
+    }
+    secrets = {"credentials": {"shop_key": API_KEY}}
     examples = {"list_pets": {"limit": 2}, "create_pet": {"body": {"name": "Rex"}}}
     require_examples = True
 
-    @pytest.fixture(autouse=True)
-    def _contract_server(self, server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setitem(_CONTRACT, "base_url", server.url)
+    @pytest.fixture
+    def contract_config(self, server: TestServer) -> dict[str, Any]:
         server.route("*", "/pets", Reply(status=200, body={"ok": True}))
+        return {**self.config, "base_url": server.url}
+
+    def test_the_instance_sends_its_sealed_credentials(
+        self, contract_host: Any, contract_target: str, server: TestServer
+    ) -> None:
+        (stored,) = contract_host.instances.list()
+        assert stored.to_dict()["config"]["credentials"] == "***"
+        event = contract_host.call(contract_target, "list_pets", {"limit": 1})
+        assert event.status == "completed", event
+        assert server.received[-1].header("X-API-Key") == API_KEY
+        row = contract_host.ledger.get(event.key)
+        assert row is not None
+        assert_no_secret(json.dumps([event.to_dict(), row.to_dict()]))
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -311,13 +318,20 @@ def test_the_guard_blocks_a_command_line_call_to_loopback(server, cli_env):
     imported = cli(cli_env, "http", "import", str(SPEC), "--name", "pets", "--base-url", server.url)
     assert imported.returncode == 0, imported.stderr
     instance_id = imported.stdout.strip()
+    # Stored, with a warning that names the range to allow.
+    assert "(loopback)" in imported.stderr
+    assert "`--allow-network 127.0.0.1/32`" in imported.stderr
 
     called = cli(cli_env, "call", instance_id, "getPetById", "--args", '{"petId": 7}', "--json")
     assert called.returncode == 1, called.stderr
     event = json.loads(called.stdout)
     assert event["status"] == "error"
     assert event["error_type"] == "EgressBlocked"
+    # The model's text says no more than before; the operator's output has the hint.
     assert event["error"] == "blocked by egress policy"
+    assert "127.0.0.1 is in 127.0.0.0/8 (loopback)" in called.stderr
+    assert "--allow-network 127.0.0.1/32" in called.stderr
+    assert "EXPEDITER_EGRESS_ALLOW=127.0.0.1/32" in called.stderr
     assert not server.received
 
     shown = cli(cli_env, "ledger", "show", event["key"], "--json")
@@ -325,4 +339,7 @@ def test_the_guard_blocks_a_command_line_call_to_loopback(server, cli_env):
     row = json.loads(shown.stdout)
     assert row["status"] == "failed"
     assert row["instance_id"] == instance_id
-    assert row["error"] == "blocked by egress policy: 127.0.0.1 is in 127.0.0.0/8 (loopback)"
+    assert row["error"].startswith(
+        "blocked by egress policy: 127.0.0.1 is in 127.0.0.0/8 (loopback); an operator can "
+        "allow it with `--allow-network 127.0.0.1/32`"
+    )

@@ -7,10 +7,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from expediter_http.validation import ArgumentsCheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from expediter import ArgumentsCheck
 from expediter.errors import ArgumentError
 
 KINDS = ["string", "integer", "number", "boolean", "null"]

@@ -14,7 +14,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -201,11 +201,17 @@ def cli_env(home: Path, tools: Path, **extra: str) -> dict[str, str]:
 
 
 class ServeProcess:
-    """``python -m expediter serve --mcp ...`` as a process; ``url`` is read from the line it
-    prints on standard error (``serving MCP on URL ...``)."""
+    """``python -m expediter [OPTIONS] serve --mcp ...`` as a process; ``url`` is read from the
+    line it prints on standard error (``serving MCP on URL ...``)."""
 
-    def __init__(self, env: Mapping[str, str], *arguments: str, timeout: float = 60) -> None:
-        command = [sys.executable, "-m", "expediter", "serve", "--mcp", *arguments]
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *arguments: str,
+        timeout: float = 60,
+        options: Sequence[str] = (),
+    ) -> None:
+        command = [sys.executable, "-m", "expediter", *options, "serve", "--mcp", *arguments]
         self.process = subprocess.Popen(
             command,
             env=dict(env),

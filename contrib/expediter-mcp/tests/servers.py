@@ -140,3 +140,48 @@ class McpServer:
     def close(self) -> None:
         self._uvicorn.should_exit = True
         self._thread.join(10)
+
+
+#: The tools of ``build_schema_server`` and their input schemas (``{remote}``: a URL).
+SCHEMAS: dict[str, Any] = {
+    # A reference loop: validating recurses without end.
+    "looped": {
+        "type": "object",
+        "$defs": {"node": {"$ref": "#/$defs/node"}},
+        "properties": {"x": {"$ref": "#/$defs/node"}},
+    },
+    # A reference outside the schema: validating must not fetch it.
+    "remote": {"type": "object", "properties": {"x": {"$ref": "{remote}"}}},
+    # A pattern Python's re takes exponential time to refuse a near miss with.
+    "backtracking": {
+        "type": "object",
+        "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}},
+        "required": ["x"],
+    },
+    "pattern_keys": {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    },
+}
+
+
+def build_schema_server(remote: str) -> Any:
+    """A server whose tools declare the input schemas of ``SCHEMAS`` as they stand (fastmcp
+    checks no arguments of such tools) and answer with the arguments they were given."""
+    import json
+
+    from fastmcp.tools.base import Tool, ToolResult
+
+    class Echo(Tool):
+        async def run(self, arguments: dict[str, Any]) -> ToolResult:
+            server.calls.append((self.name, arguments))  # type: ignore[attr-defined]
+            return ToolResult(content=json.dumps(arguments, sort_keys=True))
+
+    # Listed as declared: fastmcp would otherwise inline (or drop) the references.
+    server = FastMCP("schemas", dereference_schemas=False)
+    server.calls = []  # type: ignore[attr-defined]
+    for name, schema in SCHEMAS.items():
+        text = json.dumps(schema).replace("{remote}", remote)
+        server.add_tool(Echo(name=name, description=f"echo ({name})", parameters=json.loads(text)))
+    return server

@@ -360,3 +360,93 @@ def test_the_command_serves_stdio(tmp_path: Path, tools_dir: Path) -> None:
     with expediter.Host(home=home, tools_path=(tools_dir,), autoload=False) as host:
         row = row_of(host, "stats")
     assert (row.status, row.user_id) == ("executed", USER)
+
+
+# --- stored instances that cannot be offered -----------------------------------------------------
+
+FRAGILE = '''
+import expediter
+
+
+@expediter.tool
+def poke() -> str:
+    """Poke."""
+    return "ok"
+'''
+
+
+def _unofferable_instances(home: Path, tools: Path, server_url: str) -> tuple[str, str, str]:
+    """Store three instances: an mcp one whose loopback URL no range allows, one of a tools
+    module that then breaks, and an mcp one that works; their ids."""
+    (tools / "fragile.py").write_text(FRAGILE)
+    with expediter.Host(home=home, tools_path=(tools,)) as host:
+        refused = host.instances.add("mcp", name="far", config={"url": server_url}, operator=True)
+        broken = host.instances.add("fragile", name="brittle", operator=True)
+        working = host.instances.add(
+            "mcp",
+            name="near",
+            config={"url": server_url, "allow_networks": ["127.0.0.0/8"]},
+            operator=True,
+        )
+    (tools / "fragile.py").write_text('raise RuntimeError("fragile broke at import")\n')
+    return refused.id, broken.id, working.id
+
+
+def _list_and_call_a_few_times(url: str) -> set[str]:
+    from fastmcp import Client
+
+    async def session() -> set[str]:
+        async with Client(url) as client:
+            for _ in range(4):
+                names = {tool.name for tool in await client.list_tools()}
+            for _ in range(2):  # every call looks its name up in a fresh toolset too
+                await client.call_tool("shout", {"text": "x"}, raise_on_error=False)
+            return names
+
+    return run(session())
+
+
+@pytest.mark.slow
+def test_an_instance_that_cannot_be_offered_is_one_line_with_the_reason_and_hint(
+    tmp_path: Path, tools_dir: Path, http_server: Any
+) -> None:
+    home = tmp_path / "home"
+    refused, broken, working = _unofferable_instances(home, tools_dir, http_server.url)
+    served = ServeProcess(cli_env(home, tools_dir), "--port", "0")
+    try:
+        names = _list_and_call_a_few_times(served.url)
+    finally:
+        status = served.stop()
+    output = "".join(served.lines)
+    assert status == 0, output
+    assert {"shout", "whoami"} <= names  # the working instance is offered
+    assert "Traceback" not in output
+    (about_refused,) = [line for line in served.lines if refused in line]
+    assert "cannot be offered" in about_refused
+    assert "127.0.0.1 is in 127.0.0.0/8 (loopback)" in about_refused
+    assert "`--allow-network 127.0.0.1/32`" in about_refused
+    assert "EXPEDITER_EGRESS_ALLOW=127.0.0.1/32" in about_refused
+    (about_broken,) = [line for line in served.lines if broken in line]
+    assert "no tool named 'fragile'" in about_broken
+    assert not [line for line in served.lines if working in line]
+    # The guard's own refusal is logged when it is made, once, not on every listing.
+    assert len([line for line in served.lines if "egress blocked" in line]) == 1
+
+
+@pytest.mark.slow
+def test_verbose_logging_adds_the_tracebacks(
+    tmp_path: Path, tools_dir: Path, http_server: Any
+) -> None:
+    home = tmp_path / "home"
+    refused, broken, _ = _unofferable_instances(home, tools_dir, http_server.url)
+    served = ServeProcess(cli_env(home, tools_dir), "--port", "0", options=("-v",))
+    try:
+        _list_and_call_a_few_times(served.url)
+    finally:
+        served.stop()
+    output = "".join(served.lines)
+    assert output.count("Traceback") >= 2, output
+    assert "fragile broke at import" in output
+    # Still once per instance.
+    assert len([line for line in served.lines if refused in line]) == 1
+    assert len([line for line in served.lines if broken in line]) == 1

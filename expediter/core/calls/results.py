@@ -164,7 +164,7 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
             False,
             error=EgressBlocked.MESSAGE,
             error_type="EgressBlocked",
-            detail=clean_text(f"{EgressBlocked.MESSAGE}: {_egress_reason(exc)}"),
+            detail=clean_text(_egress_detail(exc)),
         )
     if isinstance(exc, ToolNotFound | ActionNotFound | LedgerError):
         return Outcome(False, error=clean_text(str(exc)), error_type=type(exc).__name__)
@@ -188,10 +188,17 @@ def outcome_from_exception(exc: BaseException) -> Outcome:
     return Outcome(False, error=clean_text(text), error_type=type(exc).__name__, crashed=True)
 
 
-def _egress_reason(exc: EgressBlocked) -> str:
-    """An egress refusal's reason as text (a subclass may carry anything)."""
+def _egress_detail(exc: EgressBlocked) -> str:
+    """An egress refusal as the operator reads it: reason and hint (a subclass may carry
+    anything, even a ``detail`` that raises)."""
+    try:
+        detail = exc.detail
+    except Exception:
+        detail = None
+    if isinstance(detail, str):
+        return detail
     reason = getattr(exc, "reason", None)
-    return reason if isinstance(reason, str) else "(no reason given)"
+    return f"{EgressBlocked.MESSAGE}: {reason if isinstance(reason, str) else '(no reason given)'}"
 
 
 def _exit_code(exc: SystemExit) -> str:

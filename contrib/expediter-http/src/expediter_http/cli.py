@@ -1,8 +1,10 @@
 """``expediter http ...``: import an OpenAPI document as a stored ``http`` instance, and list the
 actions of one.
 
-``expediter http import SPEC --name N`` reads the document, prints what it could not import on
-standard error (``warning: ...``) and stores the instance as the operator: ``--allow-network``
+``expediter http import SPEC --name N`` reads the document (a file, standard input, or an
+http(s) URL fetched through the egress guard, which ``--allow-network`` ranges also open),
+prints what it could not import on standard error (``warning: ...``), warns when the egress
+guard would refuse the base URL, and stores the instance as the operator: ``--allow-network``
 ranges are allowed here. Secret values (``--secret SCHEME=...``) are sealed with the owner's
 key and never printed.
 """
@@ -10,6 +12,7 @@ key and never printed.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -25,6 +28,7 @@ from expediter.cli.instances import (
     network_options,
     secret_options,
     store_instance,
+    warn_refused_url,
 )
 from expediter.cli.output import echo_json, echo_table, escape, warn
 
@@ -57,18 +61,32 @@ def _base_url(value: str | None) -> str | None:
     return value
 
 
-def _read_spec(source: str, base_url: str | None) -> ImportedSpec:
+def _read_spec(
+    source: str, base_url: str | None, networks: Sequence[str], state: CliState
+) -> ImportedSpec:
+    from expediter.errors import EgressBlocked
     from expediter_http.openapi import import_spec, load_document
+    from expediter_http.openapi.fetching import fetch_document, is_url
 
+    document_url = None
     try:
         if source == "-":
             from expediter_http.openapi.document import MAX_DOCUMENT_BYTES
 
             # Text, never a path; one character more than the limit lets it say "too large".
             document = load_document(sys.stdin.read(MAX_DOCUMENT_BYTES + 1) + "\n")
+        elif is_url(source):
+            document_url = source
+            allowed = [*networks, *state.config.egress_allow]
+            document = load_document(fetch_document(source, allowed))
         else:
             document = load_document(Path(source))
-        return import_spec(document, base_url=base_url)
+        return import_spec(document, base_url=base_url, document_url=document_url)
+    except EgressBlocked as exc:
+        raise click.BadParameter(
+            escape(f"the egress guard refused to fetch the document: {exc.detail}"),
+            param_hint="SPEC",
+        ) from None
     except ValueError as exc:
         raise click.BadParameter(escape(" ".join(str(exc).split())), param_hint="SPEC") from None
 
@@ -111,8 +129,8 @@ def import_command(
     user_id: str | None,
     as_json: bool,
 ) -> None:
-    """Store the OpenAPI document SPEC (a JSON or YAML file, - for standard input) as an
-    http instance and print its id."""
+    """Store the OpenAPI document SPEC (a JSON or YAML file, - for standard input, or an
+    http(s) URL) as an http instance and print its id."""
 
     given_url = _base_url(base_url)
     networks = network_options(allow_networks)
@@ -121,7 +139,7 @@ def import_command(
             "SPEC and a --secret both read standard input; read the secret from a file "
             "(SCHEME=@PATH)"
         )
-    imported = _read_spec(spec, given_url)
+    imported = _read_spec(spec, given_url, networks, state)
     for problem in imported.problems:
         warn(problem)
     if not imported.actions:
@@ -140,6 +158,7 @@ def import_command(
     record = store_instance(
         state, "http", pack="expediter-http", name=name, config=config, user_id=user_id
     )
+    warn_refused_url(state, str(imported.base_url), networks, what="the base URL")
     if as_json:
         data = record.to_dict()
         data["action_names"] = [action.name for action in imported.actions]

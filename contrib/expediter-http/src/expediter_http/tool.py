@@ -27,7 +27,6 @@ from expediter.errors import ActionNotFound, ConfigError
 from expediter_http.actions import HttpAction, load_actions
 from expediter_http.request import HEADER_NAME, PreparedRequest, build_request
 from expediter_http.sending import Limits, header_pairs, hide_in_client_logs, send
-from expediter_http.validation import ArgumentsCheck
 
 if TYPE_CHECKING:
     import httpx
@@ -166,7 +165,7 @@ class HttpTool(expediter.Toolbox):
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self._actions: dict[str, HttpAction] | None = None
-        self._checks: dict[str, ArgumentsCheck] = {}
+        self._checks: dict[str, expediter.ArgumentsCheck] = {}
         self._clients: dict[tuple[str, ...], tuple[EgressPolicy, httpx.Client]] = {}
         self._lock = threading.Lock()
 
@@ -290,7 +289,9 @@ class HttpTool(expediter.Toolbox):
         the names; the values are checked here, before anything is sent)."""
         check = self._checks.get(spec.name)
         if check is None:
-            check = self._checks[spec.name] = ArgumentsCheck(spec.name, spec.arguments_schema)
+            check = self._checks[spec.name] = expediter.ArgumentsCheck(
+                spec.name, spec.arguments_schema
+            )
         check(arguments)
 
     def _authorized(

@@ -24,6 +24,7 @@ from expediter.cli.instances import (
     network_options,
     secret_options,
     store_instance,
+    warn_refused_url,
 )
 from expediter.cli.output import echo_json, echo_table, escape
 from expediter_mcp.config import AUTH_MODES, SECRET_FIELDS, TRANSPORTS
@@ -114,6 +115,8 @@ def add_command(
     record = store_instance(
         state, "mcp", pack="expediter-mcp", name=name, config=config, user_id=user_id
     )
+    if transport != "stdio":
+        warn_refused_url(state, url, networks, what="the server URL")
     if as_json:
         echo_json(record.to_dict())
     else:

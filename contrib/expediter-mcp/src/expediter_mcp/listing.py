@@ -133,6 +133,13 @@ class Listing:
         """The MCP tool an action calls, or None."""
         return self.names.get(action)
 
+    def parameters(self, action: str) -> Mapping[str, Any] | None:
+        """The input schema of an action, or None."""
+        for offered in self.actions:
+            if offered.name == action:
+                return offered.parameters
+        return None
+
     def same_as(self, other: Listing) -> bool:
         """Whether another listing offers the very same actions."""
         return self.names == other.names and [a.to_dict() for a in self.actions] == [

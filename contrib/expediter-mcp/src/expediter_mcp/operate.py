@@ -48,9 +48,11 @@ def context_for(host: expediter.Host, record: Any, user_id: str | None) -> exped
 
 def _failure(exc: BaseException) -> click.ClickException:
     if isinstance(exc, EgressBlocked):
+        hint = exc.hint or (
+            "a private or loopback server needs `--allow-network CIDR` on `expediter mcp add`"
+        )
         return click.ClickException(
-            f"the egress guard refused the connection: {escape(exc.reason)} (a private or "
-            "loopback server needs `--allow-network CIDR` on `expediter mcp add`)"
+            escape(f"the egress guard refused the connection: {exc.reason}; {hint}")
         )
     if isinstance(exc, ConfigError | expediter.ToolError | ExpediterError):
         return click.ClickException(escape(str(exc)))

@@ -105,13 +105,15 @@ def tool_result(result: Any, max_bytes: int) -> dict[str, Any]:
 
 def error_result(value: Mapping[str, Any]) -> expediter.ToolResult:
     """An MCP result the server marked ``is_error``, as an error result: its text content is
-    the error message (cut), the whole result is kept as the value."""
+    the error message, on one line (a validation error's lines joined with "; ") and cut; the
+    whole result is kept as the value."""
     texts = [
         str(item.get("text", ""))
         for item in value.get("content") or ()
         if isinstance(item, Mapping) and item.get("type") == "text"
     ]
-    message = "\n".join(text for text in texts if text) or "the MCP server reported an error"
+    lines = [" ".join(line.split()) for text in texts for line in text.splitlines()]
+    message = "; ".join(line for line in lines if line) or "the MCP server reported an error"
     if len(message) > MAX_ERROR_TEXT:
         message = message[: MAX_ERROR_TEXT - 3] + "..."
     return expediter.ToolResult(value=dict(value), status="error", error=message)

@@ -96,6 +96,10 @@ class McpTool(expediter.Toolbox):
         self._failures: dict[tuple[Any, ...], tuple[float, Exception]] = {}
         self._stale: set[tuple[Any, ...]] = set()
         self._policies: dict[tuple[str, ...], EgressPolicy] = {}
+        #: The guard's refusal of the instance's URL, by policy (its verdict never changes).
+        self._url_refusals: dict[int, EgressBlocked] = {}
+        #: Each listed action's argument check, by listing and action name.
+        self._checks: dict[tuple[int, str], tuple[Listing, expediter.ArgumentsCheck]] = {}
         #: The OAuth flow each key's open session runs (its tokens are hidden in results);
         #: an entry goes with its session.
         self._auths: weakref.WeakValueDictionary[tuple[Any, ...], Any] = (
@@ -164,6 +168,19 @@ class McpTool(expediter.Toolbox):
             self._policies[networks] = found
         return found
 
+    def _check_url(self, policy: EgressPolicy) -> None:
+        """EgressBlocked unless ``policy`` lets the instance's URL through. ``check_url``
+        judges the URL alone (its scheme, a literal address; no DNS), so a refusal is kept
+        and given again: the guard refuses (and logs) it once, not on every listing."""
+        refused = self._url_refusals.get(id(policy))
+        if refused is not None:
+            raise EgressBlocked(refused.reason, address=refused.address)
+        try:
+            policy.check_url(self.settings.url)
+        except EgressBlocked as exc:
+            self._url_refusals[id(policy)] = exc
+            raise
+
     def _maker(
         self,
         context: expediter.CallContext,
@@ -177,7 +194,7 @@ class McpTool(expediter.Toolbox):
         settings = self.settings
         policy = self._policy(context)
         if policy is not None:
-            policy.check_url(settings.url)
+            self._check_url(policy)
         network = self.network
 
         def make(session: Session) -> Client[Any]:
@@ -347,6 +364,8 @@ class McpTool(expediter.Toolbox):
             mcp_name = listing.mcp_name(action)
             if mcp_name is None:
                 raise ActionNotFound(f"the MCP server has no tool {action!r} (any more)")
+            # Checked against the server's inputSchema here: nothing is sent for a bad one.
+            self._check(listing, action, arguments)
 
             async def use(client: Client[Any]) -> Any:
                 return await client.call_tool_mcp(mcp_name, arguments, timeout=timeout)
@@ -365,6 +384,23 @@ class McpTool(expediter.Toolbox):
         value = tool_result(result, settings.max_image_bytes)
         # The host hides the configured secrets; the pack hides what it resolved or derived.
         return hide_values(value, self._hidden(call))
+
+    def _check(self, listing: Listing, action: str, arguments: Mapping[str, Any]) -> None:
+        """ArgumentError when the arguments do not fit the tool's input schema (one check per
+        listed action, kept while its listing is)."""
+        key = (id(listing), action)
+        found = self._checks.get(key)
+        if found is None or found[0] is not listing:
+            schema = listing.parameters(action)
+            if schema is None:
+                return
+            # The server's schema: its regular expressions are left to the server.
+            check = expediter.ArgumentsCheck(action, schema, check_patterns=False)
+            with self._lock:
+                if len(self._checks) >= 4096:
+                    self._checks.clear()
+                self._checks[key] = found = (listing, check)
+        found[1](arguments)
 
     def _refused(
         self, exc: CredentialsRefused, context: expediter.CallContext

@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from expediter.core.records.text import echo, truncate
 from expediter.core.turns.naming import sanitize
@@ -121,6 +121,8 @@ class Importer:
         self.problems: list[str] = []
         self._seen: set[str] = set()
         self.refs = References(document, self.report)
+        #: Where the document was fetched from (relative servers are under it), or None.
+        self.document_url: str | None = None
 
     def report(self, message: str) -> None:
         """Record a problem (once)."""
@@ -130,10 +132,12 @@ class Importer:
 
     # -- the document -------------------------------------------------------------------------
 
-    def run(self, base_url: str | None) -> ImportedSpec:
-        """The imported specification (``base_url``: the operator's, replacing the servers)."""
+    def run(self, base_url: str | None, document_url: str | None = None) -> ImportedSpec:
+        """The imported specification (``base_url``: the operator's, replacing the servers;
+        ``document_url``: where the document came from, which relative servers are under)."""
         info = self.doc.get("info")
         title = info.get("title") if isinstance(info, Mapping) else None
+        self.document_url = document_url
         resolved = self.base_url(base_url)
         self.schemes = Schemes(self.doc, self.refs, self.report, swagger=self.v2)
         if self.version == "3.1" and self.doc.get("webhooks"):
@@ -161,6 +165,8 @@ class Importer:
         if self.v2:
             return self._v2_base_url()
         servers = self.doc.get("servers")
+        if servers in (None, []) and self.document_url:
+            servers = [{"url": "/"}]  # OpenAPI's default server: where the document is
         server = servers[0] if isinstance(servers, list) and servers else None
         if not isinstance(server, Mapping) or not isinstance(server.get("url"), str):
             self.report("the document names no server; give the base URL (--base-url)")
@@ -186,16 +192,27 @@ class Importer:
         base_path = self.doc.get("basePath")
         if not isinstance(base_path, str):
             base_path = ""
+        fetched = urlsplit(self.document_url or "")
+        if (not isinstance(host, str) or not host) and fetched.netloc:
+            host = fetched.netloc.rpartition("@")[2]  # Swagger 2.0: the host serving it
         if not isinstance(host, str) or not host:
             self.report("the document names no host; give the base URL (--base-url)")
             return base_path.rstrip("/") or None
         schemes = self.doc.get("schemes")
         listed = [s for s in schemes if isinstance(s, str)] if isinstance(schemes, list) else []
+        if not listed and fetched.scheme:
+            listed = [fetched.scheme.lower()]
         scheme = "https" if "https" in listed or not listed else listed[0]
         return self._checked_url(f"{scheme}://{host}{base_path}".rstrip("/"))
 
     def _checked_url(self, url: str) -> str:
         parts = urlsplit(url)
+        if not parts.scheme and self.document_url:
+            # Relative to where the document was fetched from (OpenAPI 3's rule).
+            joined = urljoin(self.document_url, url)
+            parts = urlsplit(joined)
+            joined = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+            return joined.rstrip("/") or joined
         if not parts.scheme:
             self.report(
                 f"the server URL {echo(url, 120)} is relative; give the absolute base URL "

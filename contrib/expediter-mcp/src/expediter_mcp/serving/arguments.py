@@ -46,7 +46,15 @@ class ArgumentCheck:
         validator = self._validator(action, schema)
         if validator is None:
             return None
-        errors = sorted(validator.iter_errors(dict(arguments)), key=_order)
+        try:
+            errors = sorted(validator.iter_errors(dict(arguments)), key=_order)
+        except Exception as exc:  # a reference loop, an unresolvable $ref
+            logger.warning(
+                "the parameters schema of %s breaks the validator (%s): not checked here",
+                action.name,
+                type(exc).__name__,
+            )
+            return None
         if not errors:
             return None
         secret = action.secret_parameters
@@ -59,6 +67,7 @@ class ArgumentCheck:
         cached = self._validators.get(id(action))
         if cached is not None and cached[0] is action:
             return cached[1]
+        import referencing
         from jsonschema.exceptions import SchemaError
         from jsonschema.validators import validator_for
 
@@ -67,7 +76,9 @@ class ArgumentCheck:
         validator: Validator | None
         try:
             kind.check_schema(document)
-            validator = kind(document)
+            # An empty registry: a $ref outside the schema (an MCP server's schema may have
+            # one) is unresolvable, never fetched past the egress guard.
+            validator = kind(document, registry=referencing.Registry())
         except SchemaError as exc:
             # The tool's own schema is broken: the pipeline's checks still apply.
             logger.warning("the parameters schema of %s is invalid: %s", action.name, exc.message)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import logging
 import secrets
 import string
@@ -63,11 +64,14 @@ class Offer:
 @attrs.frozen
 class Reply:
     """What an MCP client gets back: text, structured content for a JSON object result, and
-    whether it is an error."""
+    whether it is an error; ``blocks``, when set, replace the text (the content of a result
+    that an ``mcp`` instance's server gave, passed on as MCP content: ``results``' JSON form
+    of text, image, audio, resource and resource-link blocks)."""
 
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
+    blocks: tuple[Mapping[str, Any], ...] | None = None
 
 
 def approval_text(key: str, reason: str | None, *, waited: float | None = None) -> str:
@@ -97,15 +101,14 @@ class Bridge:
         #: The host the bridge was given: never closed here.
         self._given = host
         # Listings run in worker threads, calls on the server's loop. ``_lock`` guards
-        # ``host``, ``_users``, ``_draining`` and ``_reported`` (held briefly, never while a
-        # host is built or closed); ``_rebuilding`` lets one thread at a time build a host.
+        # ``host``, ``_users`` and ``_draining`` (held briefly, never while a host is built
+        # or closed); ``_rebuilding`` lets one thread at a time build a host.
         self._lock = threading.Lock()
         self._rebuilding = threading.Lock()
         #: Listings and calls using each host now (a host appears while it has any).
         self._users: dict[Host, int] = {}
         #: Replaced hosts still in use: each is closed when its last user ends.
         self._draining: list[Host] = []
-        self._reported: set[str] = set()
 
     def close(self) -> None:
         """Close the hosts this bridge built (not the one it was given), in use or not: the
@@ -198,13 +201,8 @@ class Bridge:
         """The user's toolset, built afresh, and its host (kept open meanwhile)."""
         host = self._current_host()
         try:
-            toolset = host.toolset(user_id=self.user_id, headless=False)
-            with self._lock:
-                new = [error for error in toolset.errors if error not in self._reported]
-                self._reported.update(new)
-            for error in new:  # once per server, not once per listing
-                logger.warning("not offered: %s", error)
-            yield host, toolset
+            # An instance that cannot be offered is logged by the host, once, with its reason.
+            yield host, host.toolset(user_id=self.user_id, headless=False)
         finally:
             retired = self._done(host)
             if retired is not None:
@@ -330,6 +328,10 @@ class Bridge:
         (``host``: the one the call ran in, by default the current one)."""
         budget = (self.host if host is None else host).model_result_chars
         if event.status == "completed":
+            if event.tool == "mcp" and type(event.result) is dict:
+                proxied = _proxied(event.result, budget)
+                if proxied is not None:
+                    return proxied
             text = event.content
             if text is None:  # every completed event carries it; this is a safety net
                 from expediter.core.records.text import model_copy
@@ -349,6 +351,41 @@ class Bridge:
         return Reply(
             f"the call ended as {event.status!r}, which a server cannot answer", None, True
         )
+
+
+def _proxied(result: Mapping[str, Any], budget: int) -> Reply | None:
+    """The result of an ``mcp`` instance's call as the content its server gave (not the
+    pack's JSON envelope as text), within the model's budget of characters: a text over it is
+    cut, an image or audio over it left out with a note; None when the result has no content
+    list."""
+    content = result.get("content")
+    if not isinstance(content, list):
+        return None
+    blocks: list[Mapping[str, Any]] = []
+    left = budget
+    cut = False
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text":
+            text = str(block.get("text", ""))
+            if len(text) > left:
+                text, cut = text[: max(0, left)] + " [cut: over the result budget]", True
+            blocks.append({"type": "text", "text": text})
+            left -= len(text)
+            continue
+        size = len(json.dumps(block, ensure_ascii=False))
+        if size > left:
+            cut = True
+            kind = str(block.get("type") or "content")[:40]
+            blocks.append({"type": "text", "text": f"[{kind} content over the result budget]"})
+            continue
+        blocks.append(block)
+        left -= size
+    structured = result.get("structured_content")
+    if type(structured) is not dict or cut or len(json.dumps(structured)) > budget:
+        structured = None
+    return Reply("", structured, blocks=tuple(blocks))
 
 
 def _functions(toolset: Toolset) -> dict[str, Mapping[str, Any]]:

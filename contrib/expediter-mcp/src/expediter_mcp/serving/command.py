@@ -25,7 +25,9 @@ _EPILOG = (
     "The token comes from --token-file, else --token, else the environment variable "
     "EXPEDITER_SERVE_TOKEN. Without a token the server listens only on a loopback address. "
     "A call that needs approval is refused with the command that approves it (expediter "
-    "approve KEY), unless --approval-wait gives the seconds to wait for that decision."
+    "approve KEY), unless --approval-wait gives the seconds to wait for that decision. A stored "
+    "instance that cannot be offered is logged once, with the reason (`expediter -v serve "
+    "--mcp` adds the traceback)."
 )
 #: Options that mean something only for the HTTP transport.
 _HTTP_ONLY = ("bind_host", "port", "path", "token", "token_file")

@@ -9,7 +9,8 @@ toolset that resolved its name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from expediter_mcp.serving.bridge import Bridge, Offer
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.providers import Provider
 
-__all__ = ["SERVER_NAME", "make_provider", "make_server"]
+__all__ = ["SERVER_NAME", "make_provider", "make_server", "mcp_block"]
 
 #: The name the server gives itself in the MCP handshake.
 SERVER_NAME = "expediter"
@@ -48,8 +49,11 @@ def make_provider(bridge: Bridge) -> Provider:
 
         async def run(self, arguments: dict[str, Any]) -> ToolResult:
             reply = await bridge.call(self._offer, arguments)
+            content: Any = reply.text
+            if reply.blocks is not None:
+                content = [mcp_block(block) for block in reply.blocks]
             return ToolResult(
-                content=reply.text, structured_content=reply.structured, is_error=reply.is_error
+                content=content, structured_content=reply.structured, is_error=reply.is_error
             )
 
     class HostToolset(Provider):
@@ -69,6 +73,42 @@ def make_provider(bridge: Bridge) -> Provider:
             return HostTool.of(await anyio.to_thread.run_sync(bridge.offer, name))
 
     return HostToolset()
+
+
+def mcp_block(block: Mapping[str, Any]) -> Any:
+    """One content block of a proxied result (``expediter_mcp.results``' JSON form) as an MCP
+    content block again; what does not convert is passed on as its JSON text."""
+    from mcp import types
+
+    kind = block.get("type")
+    try:
+        if kind == "text":
+            return types.TextContent(type="text", text=str(block.get("text", "")))
+        data_url = block.get("data_url")
+        if kind in ("image", "audio") and isinstance(data_url, str):
+            head, _, data = data_url.partition(",")
+            mime = head.removeprefix("data:").removesuffix(";base64")
+            if kind == "image":
+                return types.ImageContent(type="image", data=data, mime_type=mime)
+            return types.AudioContent(type="audio", data=data, mime_type=mime)
+        if kind == "resource_link":
+            uri = str(block["uri"])
+            return types.ResourceLink(
+                type="resource_link",
+                uri=uri,
+                name=str(block.get("name") or uri),
+                title=block.get("title"),
+                description=block.get("description"),
+                mime_type=block.get("mime_type"),
+            )
+        if kind == "resource" and isinstance(block.get("text"), str):
+            resource = types.TextResourceContents(
+                uri=str(block["uri"]), text=block["text"], mime_type=block.get("mime_type")
+            )
+            return types.EmbeddedResource(type="resource", resource=resource)
+    except (KeyError, TypeError, ValueError):
+        pass  # a URI MCP does not take, say: the block as JSON text below
+    return types.TextContent(type="text", text=json.dumps(dict(block), ensure_ascii=False))
 
 
 def make_server(bridge: Bridge, *, auth: Any = None) -> FastMCP:
