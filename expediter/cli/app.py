@@ -18,6 +18,7 @@ import click
 
 from expediter.__about__ import __version__
 from expediter.cli.output import escape, unescape
+from expediter.core.records.text import one_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -62,7 +63,7 @@ class _Formatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         # A message quoting a driver's error may span lines ("...refused\n\tIs the server
         # running..."): keep it on one.
-        return escape(" ".join(super().formatMessage(record).split()))
+        return escape(one_line(super().formatMessage(record)))
 
 
 class _CliHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -137,7 +138,7 @@ def error_line(exc: BaseException, home: Path | None = None) -> str:
             )
     else:
         text = str(exc) or type(exc).__name__
-    return escape(" ".join(text.split()))
+    return escape(one_line(text))
 
 
 def _inside(path: str, home: Path) -> bool:

@@ -368,6 +368,22 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
             bits = [field.type, "required" if field.required else "optional"]
             if field.secret:
                 bits.append("secret")
+            if field.operator_only:
+                bits.append("operator only")
+            if field.enum is not None:
+                bits.append(
+                    "one of " + ", ".join(json.dumps(value, default=repr) for value in field.enum)
+                )
+            if field.default is not None:
+                bits.append(f"default {json.dumps(field.default, default=repr)}")
+            if field.depends_on:
+                bits.append(
+                    "when "
+                    + ", ".join(
+                        f"{name}={json.dumps(value, default=repr)}"
+                        for name, value in field.depends_on.items()
+                    )
+                )
             click.echo(escape(f"    {field.name}: {', '.join(bits)}  {field.description}".rstrip()))
     else:
         click.echo("  config: none")

@@ -84,7 +84,8 @@ def _named(obj: object, name: str) -> bool:
 
 def strict_message(errors: Iterable[str]) -> str:
     """The error shown when ``EXPEDITER_STRICT_PLUGINS`` turns load problems into failures."""
-    return "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set):\n  " + "\n  ".join(errors)
+    # One line (an error ends a command with one), each problem apart from the next.
+    return "tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set): " + "; ".join(errors)
 
 
 @final

@@ -251,3 +251,39 @@ def test_a_tools_directory_given_by_the_environment_and_the_option_counts_once(
         env=env,
     )
     assert result.exit_code == 0, result.output
+
+
+CONFIGURED = '''
+import expediter
+
+
+class Forecast(expediter.Toolbox):
+    """Forecasts."""
+
+    name = "forecast"
+    config_fields = [
+        expediter.ConfigField("units", enum=("metric", "imperial"), default="metric"),
+        expediter.ConfigField("auth", enum=("none", "bearer"), default="none"),
+        expediter.ConfigField(
+            "token", secret=True, required=True, depends_on={"auth": "bearer"},
+            description="The API token.",
+        ),
+    ]
+
+    @expediter.action
+    def today(self) -> str:
+        """Today's forecast."""
+        return "sunny"
+'''
+
+
+def test_tools_show_gives_each_config_fields_choices_default_and_condition(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "configured"
+    directory.mkdir()
+    (directory / "forecast.py").write_text(CONFIGURED)
+    code, out, _ = run("tools", "show", "forecast", tools_dir=directory)
+    assert code == 0
+    assert '    units: string, optional, one of "metric", "imperial", default "metric"' in out
+    assert '    token: string, required, secret, when auth="bearer"  The API token.' in out

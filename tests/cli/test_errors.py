@@ -127,7 +127,27 @@ def test_an_unreachable_postgresql_ends_in_one_line(
     code, _, err = run_main(args, capsys)
 
     assert code == 1
-    assert "unreachable" in ends_in_one_error_line(err)
+    line = ends_in_one_error_line(err)
+    assert "unreachable" in line
+    # libpq's two lines stay two sentences on the one line.
+    assert "Connection refused. Is the server running" in line
+
+
+def test_strict_plugin_problems_are_one_line_each_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text('raise RuntimeError("boom one")\n')
+    (tmp_path / "b.py").write_text("import no_such_module_here\n")
+    monkeypatch.setenv("EXPEDITER_STRICT_PLUGINS", "1")
+
+    code, _, err = run_main(["--tools-dir", str(tmp_path), "tools", "list"], capsys)
+
+    assert code == 1
+    assert ends_in_one_error_line(err) == (
+        "Error: tool packs failed to load (EXPEDITER_STRICT_PLUGINS is set): pack 'a': "
+        "RuntimeError: boom one; pack 'b': ModuleNotFoundError: No module named "
+        "'no_such_module_here'"
+    )
 
 
 @pytest.mark.parametrize("command", ["call", "run"])

@@ -194,7 +194,7 @@ class Instances:
             return self._keyring().unseal(row.credentials, owner_id=row.owner_id, context=row.id)
         except CredentialError as exc:
             raise CredentialError(
-                f"the credentials of tool instance {row.name!r} ({row.id}) {exc}"
+                f"the credentials of tool instance {row.name!r} ({row.id}) cannot be read: {exc}"
             ) from None
 
     def _record(self, row: InstanceRow, *, decrypt: bool) -> StoredInstance:

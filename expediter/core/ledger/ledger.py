@@ -144,9 +144,13 @@ class Ledger(LedgerReads):
         if revision != HEAD:
             if not self.auto_upgrade:
                 connection.close()
+                found = (
+                    f"has no schema yet (no tables), and expediter needs {HEAD}"
+                    if revision is None
+                    else f"has schema {revision}, and expediter needs {HEAD}"
+                )
                 raise LedgerError(
-                    f"the ledger schema of {self.database.display} is at {revision or 'nothing'}, "
-                    f"expediter needs {HEAD}: run `expediter db upgrade`"
+                    f"the ledger {self.database.display} {found}: run `expediter db upgrade`"
                 )
             connection.close()
             upgrade(self.database)

@@ -18,6 +18,7 @@ __all__ = [
     "echo",
     "json_text",
     "model_copy",
+    "one_line",
     "sanitize",
     "truncate",
 ]
@@ -49,6 +50,24 @@ def sanitize(value: Any) -> Any:
 def clean_text(text: str) -> str:
     """An error message without NUL or control characters (tab and newlines kept)."""
     return text if text.isprintable() else text.translate(CONTROL)
+
+
+def one_line(text: str) -> str:
+    """Text on one line, its runs of whitespace made one space, and a sentence that ended
+    with its line still ended: a line without closing punctuation followed by one that starts
+    a sentence gets a full stop (a driver's "...refused\n\tIs the server running...?" reads
+    "...refused. Is the server running...?"; "two\n lines" reads "two lines")."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    kept = [line for line in lines if line]
+    joined = []
+    for line, following in zip(kept, [*kept[1:], ""], strict=False):
+        ends = following[:1].isupper() and line[-1] not in _ENDS_CLAUSE
+        joined.append(line + "." if ends else line)
+    return " ".join(joined)
+
+
+#: What ends a line that ``one_line`` joins to the next without a full stop.
+_ENDS_CLAUSE = frozenset(".,;:!?-([{")
 
 
 def echo(value: object, limit: int = ECHO_LIMIT) -> str:

@@ -387,8 +387,12 @@ def test_a_blob_sealed_with_another_key_is_an_error_naming_the_instance_never_an
     instance = host.instances.add("weather", "home", {"api_key": SECRET_A}, user_id="pat")
     monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
     stranger = make_host()
-    with pytest.raises(CredentialError, match=instance.id):
+    with pytest.raises(CredentialError, match=instance.id) as caught:
         stranger.instances.get(instance.id, decrypt=True)
+    assert str(caught.value).startswith(
+        f"the credentials of tool instance 'home' ({instance.id}) cannot be read: the credential "
+        "blob was encrypted with key "
+    )
     with pytest.raises(CredentialError, match="home"):
         stranger.call(instance.id, "forecast", {"city": "x"})
     toolset = stranger.toolset(user_id="pat")

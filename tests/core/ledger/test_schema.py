@@ -331,7 +331,11 @@ def test_a_postgresql_database_without_the_schema_is_refused_with_the_command_to
     url = fresh_pg_url()
     ledger = Ledger(url, home=tmp_path)
     for method in (ledger.open, ledger.check):
-        with pytest.raises(LedgerError, match=r"is at nothing, .*run `expediter db upgrade`"):
+        with pytest.raises(
+            LedgerError,
+            match=r"has no schema yet \(no tables\), and expediter needs .*: run "
+            r"`expediter db upgrade`$",
+        ):
             method()
     ledger.close()
     assert describe(url) == {}  # nothing was created behind the operator's back

@@ -14,7 +14,14 @@ from expediter.cli.output import shorten
 from expediter.core.calls import results
 from expediter.core.records import text
 from expediter.core.records.calls import DISPLAY_LIMIT, display_copy
-from expediter.core.records.text import clean_text, json_text, model_copy, sanitize, truncate
+from expediter.core.records.text import (
+    clean_text,
+    json_text,
+    model_copy,
+    one_line,
+    sanitize,
+    truncate,
+)
 
 _COUNT = re.compile(r"\[(\d+) more characters\]$")
 
@@ -107,3 +114,22 @@ def test_json_text_never_uses_repr() -> None:
 @pytest.mark.parametrize("name", ["clean_text", "model_copy", "sanitize"])
 def test_the_executor_still_finds_the_text_helpers_in_results(name: str) -> None:
     assert getattr(results, name) is getattr(text, name)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            "port 1 failed: Connection refused\n\tIs the server running on that host?\n",
+            "port 1 failed: Connection refused. Is the server running on that host?",
+        ),
+        ("first:\n  second\n\n  Third", "first: second. Third"),
+        ("a sentence wrapped\n  mid-way", "a sentence wrapped mid-way"),
+        ("one  line\twith   runs", "one line with runs"),
+        ("ends.\nnext", "ends. next"),
+        ("", ""),
+        ("\n\n", ""),
+    ],
+)
+def test_one_line_keeps_each_line_apart_from_the_next(text: str, line: str) -> None:
+    assert one_line(text) == line
