@@ -3,7 +3,6 @@
 import asyncio
 import datetime
 import enum
-import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -11,14 +10,13 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.authoring import CTX, tool_with
 
 import expediter
 from expediter.core.authoring.arguments import ArgumentBinder, Parameter
 from expediter.core.authoring.tools import FunctionTool, Toolbox
 from expediter.errors import ArgumentError
 from expediter.hookspecs.tool import CallContext, ToolError
-
-CTX = CallContext()
 
 
 class Color(enum.Enum):
@@ -52,19 +50,6 @@ class Person:
 class Tree:
     value: int
     children: list["Tree"] = attrs.Factory(list)
-
-
-def _tool_with(hint: Any, default: Any = inspect.Parameter.empty) -> FunctionTool:
-    """A tool ``probe(value)`` that returns what it receives."""
-
-    def probe(value):  # type: ignore[no-untyped-def]
-        return value
-
-    probe.__annotations__ = {"value": hint}
-    probe.__qualname__ = "probe"
-    if default is not inspect.Parameter.empty:
-        probe.__defaults__ = (default,)
-    return expediter.tool(probe)
 
 
 def _run(tool: FunctionTool, arguments: Any) -> Any:
@@ -122,7 +107,7 @@ WRONG = [
 def test_wrong_type_is_an_argument_error_naming_the_parameter(
     hint: Any, value: Any, problem: str
 ) -> None:
-    error = _error(_tool_with(hint), {"value": value})
+    error = _error(tool_with(hint), {"value": value})
     assert isinstance(error, ToolError)
     assert error.parameter == "value"
     assert error.message == f"probe: argument 'value': {problem}"
@@ -133,7 +118,7 @@ def test_wrong_type_is_an_argument_error_naming_the_parameter(
 def test_wrong_type_through_a_host_is_an_error_event(
     call_tool: Callable[..., expediter.CallEvent], hint: Any, value: Any, problem: str
 ) -> None:
-    event = call_tool(_tool_with(hint), "probe", {"value": value})
+    event = call_tool(tool_with(hint), "probe", {"value": value})
     assert event.status == "error"
     assert event.error_type == "ArgumentError"
     assert event.error == f"probe: argument 'value': {problem}"
@@ -153,7 +138,7 @@ def test_wrong_type_through_a_host_is_an_error_event(
 def test_value_outside_mixin_enum_or_string_for_set_is_refused(
     call_tool: Callable[..., expediter.CallEvent], hint: Any, value: Any
 ) -> None:
-    event = call_tool(_tool_with(hint), "probe", {"value": value})
+    event = call_tool(tool_with(hint), "probe", {"value": value})
     assert event.status == "error"
     assert event.error_type == "ArgumentError"
     assert "argument 'value'" in (event.error or "")
@@ -165,7 +150,7 @@ def test_value_outside_mixin_enum_or_string_for_set_is_refused(
     ids=["str-enum", "IntEnum"],
 )
 def test_mixin_enum_argument_arrives_as_the_member(hint: Any, value: Any, member: Any) -> None:
-    assert _run(_tool_with(hint), {"value": value}) is member
+    assert _run(tool_with(hint), {"value": value}) is member
 
 
 # -- accepted and converted -----------------------------------------------------------------------
@@ -195,13 +180,13 @@ def test_mixin_enum_argument_arrives_as_the_member(hint: Any, value: Any, member
 def test_valid_argument_is_converted_to_the_annotated_type(
     hint: Any, value: Any, expected: Any
 ) -> None:
-    result = _run(_tool_with(hint), {"value": value})
+    result = _run(tool_with(hint), {"value": value})
     assert result == expected
     assert type(result) is type(expected)
 
 
 def test_bool_is_not_accepted_as_int_but_integral_float_is() -> None:
-    tool = _tool_with(int)
+    tool = tool_with(int)
     assert _error(tool, {"value": False}).parameter == "value"
     result = _run(tool, {"value": 2.0})
     assert result == 2
@@ -209,17 +194,17 @@ def test_bool_is_not_accepted_as_int_but_integral_float_is() -> None:
 
 
 def test_omitted_optional_argument_gets_its_default() -> None:
-    assert _run(_tool_with(int, 10), {}) == 10
+    assert _run(tool_with(int, 10), {}) == 10
 
 
 def test_null_for_a_non_optional_parameter_with_a_default_is_refused() -> None:
-    error = _error(_tool_with(int, 10), {"value": None})
+    error = _error(tool_with(int, 10), {"value": None})
     assert error.message == "probe: argument 'value': expected integer, got null None"
 
 
 def test_arguments_are_not_mutated_by_binding() -> None:
     arguments = {"value": 2.0}
-    _run(_tool_with(int), arguments)
+    _run(tool_with(int), arguments)
     assert arguments == {"value": 2.0}
 
 
@@ -561,7 +546,7 @@ def test_recursive_attrs_record_with_string_annotation_is_accepted() -> None:
 
 
 def test_object_typed_parameter_accepts_any_value() -> None:
-    assert _run(_tool_with(object), {"value": [1, "a"]}) == [1, "a"]
+    assert _run(tool_with(object), {"value": [1, "a"]}) == [1, "a"]
 
 
 def test_argument_error_names_the_action_the_model_called() -> None:
@@ -575,9 +560,9 @@ def test_argument_error_names_the_action_the_model_called() -> None:
 
 # -- properties -----------------------------------------------------------------------------------
 
-INT_TOOL = _tool_with(int)
-FLOAT_TOOL = _tool_with(float)
-TEXT_TOOL = _tool_with(str)
+INT_TOOL = tool_with(int)
+FLOAT_TOOL = tool_with(float)
+TEXT_TOOL = tool_with(str)
 
 
 @given(st.integers())

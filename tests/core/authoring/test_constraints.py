@@ -13,31 +13,15 @@ from typing import Annotated, Any, Literal
 import annotated_types as at
 import pydantic
 import pytest
+from support.authoring import CTX, tool_with
 
 import expediter
 from expediter.core.authoring.tools import FunctionTool
 from expediter.errors import ArgumentError, SchemaError
-from expediter.hookspecs.tool import CallContext
-
-CTX = CallContext()
-
-
-def _tool_with(hint: Any, default: Any = inspect.Parameter.empty) -> FunctionTool:
-    """A tool ``probe(value)`` that returns what it receives."""
-
-    def probe(value):  # type: ignore[no-untyped-def]
-        """Return the value."""
-        return value
-
-    probe.__annotations__ = {"value": hint}
-    probe.__qualname__ = "probe"
-    if default is not inspect.Parameter.empty:
-        probe.__defaults__ = (default,)
-    return expediter.tool(probe)
 
 
 def _property(hint: Any) -> dict[str, Any]:
-    tool = _tool_with(hint)
+    tool = tool_with(hint)
     [action] = tool.get_actions_metadata()
     return dict(action.parameters["properties"]["value"])
 
@@ -48,14 +32,14 @@ def _run(tool: FunctionTool, value: Any) -> Any:
 
 def _error(hint: Any, value: Any) -> str:
     with pytest.raises(ArgumentError) as caught:
-        _run(_tool_with(hint), value)
+        _run(tool_with(hint), value)
     assert caught.value.parameter == "value"
     return caught.value.message
 
 
 def _load_error(hint: Any, default: Any = inspect.Parameter.empty) -> str:
     with pytest.raises(SchemaError) as caught:
-        _ = _tool_with(hint, default).spec
+        _ = tool_with(hint, default).spec
     return str(caught.value)
 
 
@@ -400,7 +384,7 @@ def test_a_record_field_breaking_its_constraint_is_named_by_its_path() -> None:
     ],
 )
 def test_a_value_within_its_constraints_arrives_converted(hint: Any, value: Any) -> None:
-    assert _run(_tool_with(hint), value) == value
+    assert _run(tool_with(hint), value) == value
 
 
 def test_a_secret_breaking_a_constraint_is_not_quoted() -> None:
@@ -537,7 +521,7 @@ def test_field_strict_true_and_allow_inf_nan_false_are_honoured_quietly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        tool = _tool_with(Annotated[float, pydantic.Field(strict=True, allow_inf_nan=False)])
+        tool = tool_with(Annotated[float, pydantic.Field(strict=True, allow_inf_nan=False)])
         _ = tool.spec
     assert caplog.records == []
     with pytest.raises(ArgumentError, match=re.escape("must be a finite number")):

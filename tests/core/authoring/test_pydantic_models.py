@@ -12,14 +12,11 @@ from typing import Annotated, Any, Literal
 import attrs
 import pydantic
 import pytest
+from support.authoring import function_error, parameters_of, run_function
 
 import expediter
-from expediter.core.authoring.tools import FunctionTool
 from expediter.core.turns.providers.jsonschema import model_schema, strict_schema
-from expediter.errors import ArgumentError, SchemaError
-from expediter.hookspecs.tool import CallContext
-
-CTX = CallContext()
+from expediter.errors import SchemaError
 
 
 class Item(pydantic.BaseModel):
@@ -82,26 +79,6 @@ def _record_named_address() -> type:
 RecordAddress = _record_named_address()
 
 
-def _tool(func: Callable[..., Any]) -> FunctionTool:
-    return expediter.tool(func)
-
-
-def _parameters(func: Callable[..., Any]) -> dict[str, Any]:
-    [action] = _tool(func).get_actions_metadata()
-    return dict(action.parameters)
-
-
-def _run(func: Callable[..., Any], arguments: dict[str, Any]) -> Any:
-    tool = _tool(func)
-    return tool.execute_action(tool.name, arguments, CTX)
-
-
-def _error(func: Callable[..., Any], arguments: dict[str, Any]) -> str:
-    with pytest.raises(ArgumentError) as caught:
-        _run(func, arguments)
-    return caught.value.message
-
-
 def place(order: Order) -> Order:
     """Place an order."""
     return order
@@ -135,7 +112,7 @@ def _references(node: Any) -> list[str]:
 def test_a_model_parameter_gets_pydantics_schema_under_defs() -> None:
     expected = Order.model_json_schema(ref_template="#/$defs/{model}")
     defs = expected.pop("$defs")
-    assert _parameters(place) == {
+    assert parameters_of(place) == {
         "type": "object",
         "properties": {"order": {"$ref": "#/$defs/Order"}},
         "required": ["order"],
@@ -149,10 +126,10 @@ def test_a_model_parameter_gets_pydantics_schema_under_defs() -> None:
 
 
 def test_a_recursive_model_refers_to_itself_and_passes_strict_mode() -> None:
-    schema = _parameters(grow)
+    schema = parameters_of(grow)
     assert schema["properties"]["tree"] == {"$ref": "#/$defs/Node"}
     assert schema["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
-    [action] = _tool(grow).get_actions_metadata()
+    [action] = expediter.tool(grow).get_actions_metadata()
     strict = strict_schema(model_schema(action))
     assert strict["$defs"]["Node"]["required"] == ["value", "children"]
     assert strict["$defs"]["Node"]["additionalProperties"] is False
@@ -162,7 +139,7 @@ def test_a_model_used_twice_has_one_definition() -> None:
     def move(source: Order, target: Order | None = None) -> None:
         return None
 
-    schema = _parameters(move)
+    schema = parameters_of(move)
     assert sorted(schema["$defs"]) == ["Item", "Order"]
     assert schema["properties"]["target"]["anyOf"][0] == {"$ref": "#/$defs/Order"}
 
@@ -179,7 +156,7 @@ def _ship_record_first(to: RecordAddress, customer: Customer) -> None:  # type: 
 def test_a_model_and_a_record_of_the_same_name_get_distinct_definitions(
     ship: Callable[..., None],
 ) -> None:
-    schema = _parameters(ship)
+    schema = parameters_of(ship)
     assert sorted(schema["$defs"]) == ["Address", "Address2", "Customer"]
     customer = _resolve(schema["properties"]["customer"]["$ref"], schema)
     model_address = _resolve(customer["properties"]["address"]["$ref"], schema)
@@ -191,14 +168,14 @@ def test_a_model_and_a_record_of_the_same_name_get_distinct_definitions(
 
 
 def test_a_secret_model_field_is_write_only_and_a_secret_name() -> None:
-    [action] = _tool(sign_in).get_actions_metadata()
+    [action] = expediter.tool(sign_in).get_actions_metadata()
     properties = action.parameters["$defs"]["Credentials"]["properties"]
     assert properties["phrase"]["writeOnly"] is True
     assert {"phrase", "token"} <= action.secret_parameters
 
 
 def test_the_rich_model_schema_passes_strict_mode() -> None:
-    [action] = _tool(place).get_actions_metadata()
+    [action] = expediter.tool(place).get_actions_metadata()
     strict = strict_schema(model_schema(action))
     assert strict["$defs"]["Item"]["required"] == ["sku", "qty"]
     assert "default" not in json.dumps(strict)
@@ -212,7 +189,7 @@ def test_a_model_whose_schema_generation_raises_is_a_schema_error() -> None:
         return None
 
     with pytest.raises(SchemaError) as caught:
-        _ = _tool(run).spec
+        _ = expediter.tool(run).spec
     message = str(caught.value)
     assert "run: parameter 'hooked'" in message
     assert "Hooked" in message
@@ -227,7 +204,7 @@ def test_a_model_with_an_undefined_forward_reference_is_a_schema_error() -> None
         return None
 
     with pytest.raises(SchemaError, match=r"run: parameter 'dangling'.*Dangling"):
-        _ = _tool(run).spec
+        _ = expediter.tool(run).spec
 
 
 def test_a_pydantic_v1_model_is_refused_clearly() -> None:
@@ -244,14 +221,14 @@ def test_a_pydantic_v1_model_is_refused_clearly() -> None:
         return None
 
     with pytest.raises(SchemaError, match=r"parameter 'old'.*pydantic v1"):
-        _ = _tool(run).spec
+        _ = expediter.tool(run).spec
 
 
 # -- validation -----------------------------------------------------------------------------------
 
 
 def test_a_model_argument_arrives_as_a_model_instance() -> None:
-    order = _run(place, {"order": {"items": [{"sku": "A1", "qty": 2}, {"sku": "B2"}]}})
+    order = run_function(place, {"order": {"items": [{"sku": "A1", "qty": 2}, {"sku": "B2"}]}})
     assert isinstance(order, Order)
     assert order.items == [Item(sku="A1", qty=2), Item(sku="B2", qty=1)]
 
@@ -260,16 +237,16 @@ def test_a_list_of_models_and_an_optional_model_arrive_as_instances() -> None:
     def pack(items: list[Item], spare: Item | None = None) -> Any:
         return items, spare
 
-    items, spare = _run(pack, {"items": [{"sku": "A"}], "spare": {"sku": "S"}})
+    items, spare = run_function(pack, {"items": [{"sku": "A"}], "spare": {"sku": "S"}})
     assert items == [Item(sku="A")]
     assert spare == Item(sku="S")
-    assert _run(pack, {"items": [], "spare": None}) == ([], None)
+    assert run_function(pack, {"items": [], "spare": None}) == ([], None)
 
 
 def test_a_model_instance_passed_from_python_is_taken_as_is(
     make_host: Callable[..., expediter.Host],
 ) -> None:
-    host = make_host(_tool(place))
+    host = make_host(expediter.tool(place))
     order = Order(items=[Item(sku="A")])
     event = host.call("place", "place", {"order": order})
     assert event.status == "completed"
@@ -310,11 +287,11 @@ def test_a_model_instance_passed_from_python_is_taken_as_is(
 def test_a_bad_model_argument_is_an_argument_error_naming_the_path(
     order: Any, problem: str
 ) -> None:
-    assert _error(place, {"order": order}) == f"place: {problem}"
+    assert function_error(place, {"order": order}) == f"place: {problem}"
 
 
 def test_every_problem_of_a_model_is_listed() -> None:
-    message = _error(place, {"order": {"items": [{"qty": 0}], "speed": 1}})
+    message = function_error(place, {"order": {"items": [{"qty": 0}], "speed": 1}})
     assert message.count("argument 'order.") == 3
     assert "order.items[0].sku" in message
     assert "order.items[0].qty" in message
@@ -324,14 +301,14 @@ def test_every_problem_of_a_model_is_listed() -> None:
 def test_a_validation_error_never_shows_a_secret_value(
     call_tool: Callable[..., expediter.CallEvent],
 ) -> None:
-    tool = _tool(sign_in)
+    tool = expediter.tool(sign_in)
     short = {"account": {"user": "ann", "phrase": "s3cr3t-pw"}}
-    message = _error(sign_in, short)
+    message = function_error(sign_in, short)
     assert "s3cr3t-pw" not in message
     assert message == "sign_in: argument 'account.phrase': invalid (value_error)"
     # A model-level validator quoting the secret: the value is masked out of its message.
     containing = {"account": {"user": "ann", "phrase": "ann-long-enough-phrase"}}
-    message = _error(sign_in, containing)
+    message = function_error(sign_in, containing)
     assert "ann-long-enough-phrase" not in message
     assert message == "sign_in: argument 'account': Value error, *** contains the user name"
     event = call_tool(tool, "sign_in", containing)
@@ -339,7 +316,7 @@ def test_a_validation_error_never_shows_a_secret_value(
     assert "ann-long-enough-phrase" not in json.dumps(event.to_dict())
     # A SecretStr that is not a string: its value is not quoted either.
     wrong = {"account": {"user": "bob", "phrase": "x" * 20, "token": 987654321}}
-    message = _error(sign_in, wrong)
+    message = function_error(sign_in, wrong)
     assert "987654321" not in message
 
 
@@ -355,26 +332,26 @@ def test_a_validator_raising_another_exception_is_an_argument_error_without_the_
     def open_vault(vault: Vault) -> None:
         raise AssertionError("not called")
 
-    message = _error(open_vault, {"vault": {"phrase": "open-sesame-42"}})
+    message = function_error(open_vault, {"vault": {"phrase": "open-sesame-42"}})
     assert "open-sesame-42" not in message
     assert message == "open_vault: argument 'vault': invalid (RuntimeError: cannot check ***)"
 
 
 def test_a_recursive_model_argument_is_validated_at_every_depth() -> None:
     tree = {"value": 1, "children": [{"value": 2, "children": [{"value": "x"}]}]}
-    message = _error(grow, {"tree": tree})
+    message = function_error(grow, {"tree": tree})
     assert message == (
         "grow: argument 'tree.children[0].children[0].value': "
         "Input should be a valid integer, got 'x'"
     )
-    assert _run(grow, {"tree": {"value": 1, "children": [{"value": 2}]}}) == 1
+    assert run_function(grow, {"tree": {"value": 1, "children": [{"value": 2}]}}) == 1
 
 
 def test_a_secret_model_parameter_shows_no_values_at_all() -> None:
     def store(item: Annotated[Item, expediter.Secret]) -> None:
         return None
 
-    message = _error(store, {"item": {"sku": "TOPSECRET", "qty": -1}})
+    message = function_error(store, {"item": {"sku": "TOPSECRET", "qty": -1}})
     assert "TOPSECRET" not in message
     assert "-1" not in message
     assert message == "store: argument 'item.qty': invalid (greater_than)"
@@ -383,7 +360,7 @@ def test_a_secret_model_parameter_shows_no_values_at_all() -> None:
 def test_a_model_returned_by_a_tool_is_its_json_form(
     call_tool: Callable[..., expediter.CallEvent],
 ) -> None:
-    event = call_tool(_tool(place), "place", {"order": {"items": [{"sku": "A"}]}})
+    event = call_tool(expediter.tool(place), "place", {"order": {"items": [{"sku": "A"}]}})
     assert event.status == "completed"
     assert event.result == {"items": [{"sku": "A", "qty": 1}], "note": None, "speed": "slow"}
 

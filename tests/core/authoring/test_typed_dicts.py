@@ -8,14 +8,11 @@ from typing import Annotated, Any, NotRequired, Required, TypedDict
 
 import annotated_types as at
 import pytest
+from support.authoring import function_error, parameters_of, run_function
 
 import expediter
-from expediter.core.authoring.tools import FunctionTool
 from expediter.core.turns.providers.jsonschema import model_schema, strict_schema
-from expediter.errors import ArgumentError, SchemaError
-from expediter.hookspecs.tool import CallContext
-
-CTX = CallContext()
+from expediter.errors import SchemaError
 
 
 class Genre(enum.Enum):
@@ -53,26 +50,6 @@ class Login(TypedDict):
     phrase: Annotated[str, expediter.Secret]
 
 
-def _tool(func: Callable[..., Any]) -> FunctionTool:
-    return expediter.tool(func)
-
-
-def _parameters(func: Callable[..., Any]) -> dict[str, Any]:
-    [action] = _tool(func).get_actions_metadata()
-    return dict(action.parameters)
-
-
-def _run(func: Callable[..., Any], arguments: dict[str, Any]) -> Any:
-    tool = _tool(func)
-    return tool.execute_action(tool.name, arguments, CTX)
-
-
-def _error(func: Callable[..., Any], arguments: dict[str, Any]) -> str:
-    with pytest.raises(ArgumentError) as caught:
-        _run(func, arguments)
-    return caught.value.message
-
-
 def add(movie: Movie) -> Movie:
     """Add a movie."""
     return movie
@@ -95,7 +72,7 @@ def login(login: Login) -> str:
 
 
 def test_a_typed_dict_becomes_a_definition_with_required_keys() -> None:
-    assert _parameters(add) == {
+    assert parameters_of(add) == {
         "type": "object",
         "properties": {"movie": {"$ref": "#/$defs/Movie"}},
         "required": ["movie"],
@@ -124,7 +101,7 @@ def test_a_typed_dict_becomes_a_definition_with_required_keys() -> None:
 
 
 def test_total_false_requires_only_the_required_keys() -> None:
-    definition = _parameters(search)["$defs"]["Filter"]
+    definition = parameters_of(search)["$defs"]["Filter"]
     assert definition["required"] == ["query"]
     assert definition["properties"] == {
         "genre": {"type": "string", "enum": ["drama", "comedy"]},
@@ -135,7 +112,7 @@ def test_total_false_requires_only_the_required_keys() -> None:
 
 
 def test_a_recursive_typed_dict_refers_to_itself() -> None:
-    definition = _parameters(walk)["$defs"]["Tree"]
+    definition = parameters_of(walk)["$defs"]["Tree"]
     assert definition["properties"]["children"] == {
         "type": "array",
         "items": {"$ref": "#/$defs/Tree"},
@@ -143,7 +120,7 @@ def test_a_recursive_typed_dict_refers_to_itself() -> None:
 
 
 def test_a_secret_typed_dict_field_is_write_only_and_a_secret_name() -> None:
-    [action] = _tool(login).get_actions_metadata()
+    [action] = expediter.tool(login).get_actions_metadata()
     assert action.parameters["$defs"]["Login"]["properties"]["phrase"] == {
         "type": "string",
         "writeOnly": True,
@@ -152,7 +129,7 @@ def test_a_secret_typed_dict_field_is_write_only_and_a_secret_name() -> None:
 
 
 def test_a_typed_dict_schema_passes_strict_mode() -> None:
-    [action] = _tool(add).get_actions_metadata()
+    [action] = expediter.tool(add).get_actions_metadata()
     strict = strict_schema(model_schema(action))
     movie = strict["$defs"]["Movie"]
     assert movie["required"] == ["title", "year", "genre", "credits"]
@@ -169,7 +146,7 @@ def test_an_unresolvable_forward_reference_in_a_typed_dict_is_a_schema_error() -
         return None
 
     with pytest.raises(SchemaError) as caught:
-        _ = _tool(take).spec
+        _ = expediter.tool(take).spec
     message = str(caught.value)
     assert "parameter 'value'" in message
     assert "Broken" in message
@@ -178,8 +155,10 @@ def test_an_unresolvable_forward_reference_in_a_typed_dict_is_a_schema_error() -
 
 def test_a_forward_reference_resolved_from_the_module_works() -> None:
     # ``Early`` refers by name to ``Later``, defined after it.
-    assert _parameters(_early)["$defs"]["Early"]["properties"]["later"] == {"$ref": "#/$defs/Later"}
-    assert _run(_early, {"value": {"later": {"n": 2}}}) == {"later": {"n": 2}}
+    assert parameters_of(_early)["$defs"]["Early"]["properties"]["later"] == {
+        "$ref": "#/$defs/Later"
+    }
+    assert run_function(_early, {"value": {"later": {"n": 2}}}) == {"later": {"n": 2}}
 
 
 class Early(TypedDict):
@@ -198,13 +177,18 @@ def _early(value: Early) -> Early:
 
 
 def test_a_typed_dict_argument_arrives_as_a_dict_with_converted_fields() -> None:
-    received = _run(search, {"filters": {"query": "noir", "genre": "drama", "since": "2020-01-31"}})
+    received = run_function(
+        search, {"filters": {"query": "noir", "genre": "drama", "since": "2020-01-31"}}
+    )
     assert received == {"query": "noir", "genre": Genre.DRAMA, "since": datetime.date(2020, 1, 31)}
     assert type(received) is dict
 
 
 def test_optional_keys_may_be_left_out() -> None:
-    assert _run(add, {"movie": {"title": "M", "year": 1931}}) == {"title": "M", "year": 1931}
+    assert run_function(add, {"movie": {"title": "M", "year": 1931}}) == {
+        "title": "M",
+        "year": 1931,
+    }
 
 
 @pytest.mark.parametrize(
@@ -241,14 +225,14 @@ def test_optional_keys_may_be_left_out() -> None:
 def test_a_bad_typed_dict_argument_is_an_argument_error_naming_the_path(
     movie: Any, problem: str
 ) -> None:
-    assert _error(add, {"movie": movie}) == f"add: {problem}"
+    assert function_error(add, {"movie": movie}) == f"add: {problem}"
 
 
 def test_a_recursive_typed_dict_argument_is_checked_at_every_depth() -> None:
     tree = {"label": "a", "children": [{"label": "b", "children": []}]}
-    assert _run(walk, {"tree": tree}) == tree
+    assert run_function(walk, {"tree": tree}) == tree
     bad = {"label": "a", "children": [{"label": 2, "children": []}]}
-    assert _error(walk, {"tree": bad}) == (
+    assert function_error(walk, {"tree": bad}) == (
         "walk: argument 'tree.children[0].label': expected string, got integer 2"
     )
 
@@ -263,26 +247,26 @@ def test_a_typing_extensions_typed_dict_with_read_only_keys_works() -> None:
     def apply(settings: Settings) -> Settings:
         return settings
 
-    definition = _parameters(apply)["$defs"]["Settings"]
+    definition = parameters_of(apply)["$defs"]["Settings"]
     assert definition["required"] == ["level"]
     assert definition["properties"] == {
         "level": {"type": "integer", "maximum": 3},
         "name": {"type": "string"},
     }
-    assert _run(apply, {"settings": {"level": 2, "name": "x"}}) == {"level": 2, "name": "x"}
-    assert _error(apply, {"settings": {"level": 4}}) == (
+    assert run_function(apply, {"settings": {"level": 2, "name": "x"}}) == {"level": 2, "name": "x"}
+    assert function_error(apply, {"settings": {"level": 4}}) == (
         "apply: argument 'settings.level': must be <= 3 (maximum), got 4"
     )
 
 
 def test_a_secret_typed_dict_field_is_never_quoted_in_an_error() -> None:
-    message = _error(login, {"login": {"user": "ann", "phrase": 12345678}})
+    message = function_error(login, {"login": {"user": "ann", "phrase": 12345678}})
     assert message == "login: argument 'login.phrase': expected string, got integer"
 
 
 def test_through_a_host_the_typed_dict_tool_runs(
     call_tool: Callable[..., expediter.CallEvent],
 ) -> None:
-    event = call_tool(_tool(add), "add", {"movie": {"title": "M", "year": 1931}})
+    event = call_tool(expediter.tool(add), "add", {"movie": {"title": "M", "year": 1931}})
     assert event.status == "completed"
     assert event.result == {"title": "M", "year": 1931}
