@@ -11,6 +11,7 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
+from expediter.cli.targets import tool_target
 
 if TYPE_CHECKING:
     from expediter.core.discovery.catalogue import ToolInfo
@@ -309,6 +310,7 @@ def show_tool(state: CliState, tool: str, as_json: bool) -> None:
     from expediter.errors import ToolNotFound
 
     host = state.host()
+    tool = tool_target(host, tool, None)
     instance = None
     try:
         info = host.tool_info(tool)

@@ -42,7 +42,7 @@ class Weather(expediter.Toolbox):
         """
         return {"city": city, "key_tail": self.config["api_key"][-4:]}
 '''
-#: The fields of `instances ls --json` (DESIGN.md section 11).
+#: The fields of `instances ls --json` (docs/operations.md, "JSON shapes").
 DOCUMENTED = {"id", "name", "tool", "owner_id", "enabled", "config", "created_at", "updated_at"}
 Run = Callable[..., tuple[int, str, str]]
 
@@ -511,6 +511,10 @@ def test_tools_show_accepts_an_instance_id(expediter: Run) -> None:
     code, _, err = expediter("tools", "show", str(uuid.uuid4()))
     assert code == 2
     assert "no tool named" in err
+    for spelling in ("w", instance_id[:6]):
+        code, text, _ = expediter("tools", "show", spelling)
+        assert code == 0
+        assert text.splitlines()[0] == f"instance w ({instance_id}): shared, enabled"
 
 
 # -- no secret leaks ------------------------------------------------------------------------------
