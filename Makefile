@@ -2,6 +2,8 @@
 # Each creates .venv if it is missing and installs only what it runs: `make demo` installs
 # expediter and its dependencies (the demo uses nothing else); `make test` adds the `dev` extra
 # (pytest, ruff, mypy, PostgreSQL's driver, the provider SDKs the tests check schemas against).
+# `make demo` runs in a data directory of its own (DEMO_HOME), so that its calls stay out of the
+# default ledger (and out of any EXPEDITER_DATABASE_URL); `make clean` removes it.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,6 +12,8 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
+# The demo's EXPEDITER_HOME: its ledger, its manifest cache and the model reply it leaves (demo/).
+DEMO_HOME := .cache/demo-home
 # The contrib packs' tox envs: each installs its pack from its directory next to the core, as a
 # third party's pack would be installed, and runs the pack's own tests.
 CONTRIB_ENVS := http,mcp
@@ -38,7 +42,7 @@ install: $(BASE_STAMP)
 install-dev: $(DEV_STAMP)
 
 demo: install
-	$(BIN)/expediter demo
+	EXPEDITER_HOME=$(CURDIR)/$(DEMO_HOME) EXPEDITER_DATABASE_URL= $(BIN)/expediter demo
 
 lint: install-dev
 	$(BIN)/ruff check .

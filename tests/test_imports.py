@@ -77,7 +77,7 @@ def test_warm_help_lists_pack_commands_importing_no_pack_and_no_configuration(
     assert not [name for name in modules if name.startswith("_expediter_tools_")], "a pack"
     roots = {name.split(".")[0] for name in modules}
     assert not roots & set(HEAVY)
-    # The --help budget (DESIGN.md section 9) has no room for these (~30 ms together).
+    # The --help budget (benchmarks/README.md) has no room for these (~30 ms together).
     assert not roots & {"attr", "attrs", "cattrs", "pluggy", "asyncio"}
     assert "expediter.core.config" not in modules
 

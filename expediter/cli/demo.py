@@ -6,8 +6,10 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,7 +17,7 @@ import click
 from expediter.cli.app import CliState, error_line, pass_state
 from expediter.cli.call import exit_code, print_outcome
 from expediter.cli.ledger import print_rows
-from expediter.cli.output import shorten
+from expediter.cli.output import escape, shorten, warn
 from expediter.cli.tools import print_tools
 from expediter.cli.turns import approval_items, print_approvals, print_events
 
@@ -125,21 +127,86 @@ def _scripted_reply(stamp: str) -> dict[str, Any]:
     }
 
 
-def _show_turn(state: CliState) -> None:
+def _stream_capture(reply: dict[str, Any]) -> str:
+    """The reply as OpenAI would have streamed it (``stream=True``), as server-sent events saved
+    from the wire: a role chunk, each call's name then its arguments in two pieces, the finish
+    reason, ``[DONE]``."""
+    (choice,) = reply["choices"]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        body = {
+            "id": reply["id"],
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        return f"data: {json.dumps(body)}\n\n"
+
+    events = [chunk({"role": "assistant", "content": None})]
+    for index, call in enumerate(choice["message"]["tool_calls"]):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        for piece in (arguments[:half], arguments[half:]):
+            events.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            )
+    events.append(chunk({}, choice["finish_reason"]))
+    return "".join(events) + "data: [DONE]\n\n"
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` as a reader in the current directory can type it on a command line."""
+    try:
+        path = path.relative_to(Path.cwd())
+    except (OSError, ValueError):  # elsewhere (or no current directory): as it is
+        pass
+    return escape(shlex.quote(str(path)))
+
+
+def _save_reply(state: CliState, reply: dict[str, Any]) -> Path | None:
+    """Write the model's reply to ``EXPEDITER_HOME/demo/``: ``reply.json`` as the API returns it
+    and ``reply.sse`` as its stream would have come; None (and a warning) when that fails."""
+    folder = state.config.home / "demo"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "reply.json").write_text(json.dumps(reply, indent=2) + "\n", encoding="utf-8")
+        (folder / "reply.sse").write_text(_stream_capture(reply), encoding="utf-8")
+    except OSError as exc:
+        warn(f"the demo's reply files could not be saved in {folder}: {exc}")
+        return None
+    return folder
+
+
+def _show_turn(state: CliState) -> Path | None:
     host = state.host()
     toolset = host.toolset(user_id="demo-user")
     stamp = f"{time.time_ns():x}"
-    message_id = f"msg_{stamp}"
     click.secho("\nOne model turn, with approvals and a policy.", bold=True)
     offered = ", ".join(tool["function"]["name"] for tool in toolset.schemas("openai"))
     click.echo(f"The model is offered {offered} (`expediter tools schema` prints them)")
-    click.echo("and answers with five calls (reply.json: an OpenAI reply, one name made up):")
     reply = _scripted_reply(stamp)
-    calls = toolset.parse_calls("openai", reply)
-    click.secho(
-        f"\n$ expediter run --provider openai --response reply.json --message-id {message_id}",
-        bold=True,
+    folder = _save_reply(state, reply)
+    saved = "reply.json" if folder is None else _shown_path(folder / "reply.json")
+    click.echo(
+        f"and answers with five calls (an OpenAI reply, one name made up), saved as {saved}:"
     )
+    calls = toolset.parse_calls("openai", reply)
+    # Keyed by the reply's own id, as `run` keys a saved reply without --message-id.
+    message_id = toolset.message_id("openai", reply)
+    click.secho(f"\n$ expediter run --provider openai --response {saved}", bold=True)
     with _tracebacks_hidden():
         events = list(toolset.run(calls, message_id=message_id))
     print_events(events)
@@ -162,6 +229,7 @@ def _show_turn(state: CliState) -> None:
     click.echo("\nThe results go back to the model (`run --messages` prints these):")
     for message in toolset.result_messages("openai", calls, events):
         click.echo(f"  {message['tool_call_id']}: {shorten(message['content'], 70)}")
+    return folder
 
 
 def _show_ledger(state: CliState) -> None:
@@ -197,7 +265,8 @@ def demo(state: CliState) -> None:
     """List the built-in tools, call them, and run a model turn with approvals.
 
     Each `$ expediter ...` line is followed by what that command prints; the demo's host also
-    offers three tools of its own (delete_file, flaky, send_email) and an email policy.
+    offers three tools of its own (delete_file, flaky, send_email) and an email policy. The
+    model's reply is left in EXPEDITER_HOME/demo/ (reply.json, and reply.sse as a stream).
     """
     host = state.host(plugins=_demo_plugins())
     _check_ledger(state)
@@ -228,10 +297,18 @@ def demo(state: CliState) -> None:
         bold=True,
     )
     _show_call(state, "flaky", "flaky", {})
-    _show_turn(state)
+    folder = _show_turn(state)
     _show_ledger(state)
+    if folder is not None:
+        stream, saved = _shown_path(folder / "reply.sse"), _shown_path(folder / "reply.json")
+        click.echo(
+            f"\nThe model's reply is saved in {_shown_path(folder)}: reply.json, and reply.sse, "
+            f"the same reply as a stream. `expediter parse --stream {stream}` reads it; with this "
+            f"EXPEDITER_HOME, `expediter run --response {saved}` runs none of its calls twice "
+            "(the demo's own three tools are unknown names outside it)."
+        )
     home = os.environ.get("EXPEDITER_HOME")
     click.echo(
         "\nNext: `expediter tools schema --provider gemini`, `expediter approvals ls`, "
-        "`expediter ledger ls`" + (f" (EXPEDITER_HOME={home})" if home else "") + "."
+        "`expediter ledger ls`" + (f" (EXPEDITER_HOME={escape(home)})" if home else "") + "."
     )

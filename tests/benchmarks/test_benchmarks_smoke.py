@@ -67,7 +67,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
         (
             ("sqlite_normal_ledger", "sqlite_normal_raw", 2.2),
             ("host_call_ledger", "sqlite_physical", 2.0),
-            ("host_call_ledger", "langchain", None),  # orientation only (DESIGN.md section 9)
+            ("host_call_ledger", "langchain", None),  # orientation only (benchmarks/README.md)
             ("pg_ledger", "pg_raw", 1.3),
             # 4 workers' calls/s >= 0.8x pgbench's, as time per call <= 1 / 0.8x pgbench's.
             ("pg4_ledger", "pg4_pgbench", 1 / 0.8),
@@ -114,7 +114,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str, float | No
         (
             ("turn_no_ledger", "llm_turn", 1.0),
             ("run", "llm", 1.0),
-            ("turn_sqlite", "langchain", None),  # orientation only (DESIGN.md section 9)
+            ("turn_sqlite", "langchain", None),  # orientation only (benchmarks/README.md)
         ),
     ),
     "bench_credentials.py": (

@@ -34,7 +34,7 @@ def crash(reason: str = "boom") -> str:
     """Raise an exception."""
     raise RuntimeError(reason)
 '''
-#: The fields of `ledger ls --json` / `ledger show --json` (DESIGN.md section 11).
+#: The fields of `ledger ls --json` / `ledger show --json` (docs/ledger.md, docs/operations.md).
 DOCUMENTED = set(LEDGER_FIELDS)
 
 

@@ -50,7 +50,7 @@ class Menu(expediter.Toolbox):
     def execute_action(self, action, arguments, context):
         return {"ordered": action, **arguments}
 '''
-#: The fields of `tools list --json` (DESIGN.md section 11).
+#: The fields of `tools list --json` (docs/operations.md, "JSON shapes").
 DOCUMENTED = {"name", "pack", "source", "internal", "actions"}
 Run = Callable[..., tuple[int, str, str]]
 

@@ -542,12 +542,12 @@ def test_internal_tool_is_hidden_from_tools_list_and_shown_with_all(
     assert everything["backstage"]["pack"] == "acme-secret"
     assert everything["hello"]["internal"] is False
     assert "backstage" in expediter.plugins()["acme-secret"]["tools"]
-    # Hidden from the catalogue, still callable by name (DESIGN.md section 2).
+    # Hidden from the catalogue, still callable by name (docs/pack-authors.md, `internal=True`).
     event = expediter.json("call", "backstage", "whisper", "--args", '{"text": "psst"}')
     assert event["result"] == "psst"
 
 
-# -- output shapes (DESIGN.md section 11) ---------------------------------------------------------
+# -- output shapes (docs/operations.md, "JSON shapes") ---------------------------------------------
 
 
 def test_tools_list_json_rows_have_the_documented_fields(

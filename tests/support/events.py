@@ -1,5 +1,5 @@
 """The documented fields the tests read back: those of a call's event and those of a ledger row
-(DESIGN.md section 11)."""
+(docs/operations.md, "JSON shapes"; docs/ledger.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ EVENT_FIELDS = frozenset(
     }
 )
 
-#: The fields of ``ledger ls --json`` / ``ledger show --json`` (DESIGN.md section 11), in order.
+#: The fields of ``ledger ls --json`` / ``ledger show --json`` (docs/ledger.md), in order.
 LEDGER_FIELDS = (
     "key",
     "call_id",

@@ -22,7 +22,7 @@ from expediter.core.ledger.database import Database
 from expediter.core.ledger.repository import COLUMNS, Repository, Statements
 from expediter.hookspecs.tool import CallContext
 
-#: The fields of ``ledger ls --json`` / ``ledger show --json`` (DESIGN.md section 11), in order.
+#: The fields of ``ledger ls --json`` / ``ledger show --json`` (docs/ledger.md), in order.
 DOCUMENTED = list(LEDGER_FIELDS)
 EXTRAS = {
     "duplicate_of",
