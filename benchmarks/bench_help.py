@@ -61,7 +61,7 @@ def main() -> int:
     report.add(Figure("python", "python -c pass (same interpreter)", runs["python"]))
     report.add(Figure("expediter_help", "expediter --help", runs["expediter_help"]))
     report.add(Figure("llm_help", "llm --help", runs.get("llm_help", ()), skipped))
-    report.ratio("expediter --help", "expediter_help", "llm_help", 0.1)  # DESIGN section 9
+    report.ratio("expediter --help", "expediter_help", "llm_help", 0.1)  # benchmarks/README.md
     report.ratio("expediter --help vs python -c pass", "expediter_help", "python")
     return report.finish(args.results_dir)
 

@@ -3,7 +3,7 @@
 One ledger call is ``Ledger.begin`` (the ``proposed`` row: ``INSERT ... ON CONFLICT DO NOTHING``)
 plus ``Ledger.finish`` (the guarded ``UPDATE`` to ``executed``). Two kinds of floor:
 
-- the *physical* floor (DESIGN.md section 9): raw ``sqlite3`` on one held connection, WAL,
+- the *physical* floor (benchmarks/README.md): raw ``sqlite3`` on one held connection, WAL,
   synchronous NORMAL, one 16-column row into a table that has only its primary key, then the
   guarded ``UPDATE``: the cost of a durable two-step record and nothing else;
 - the ledger's own two statements, same 25 columns, same table and indexes, through the raw
@@ -51,7 +51,7 @@ WORKER = "bench-floor"
 WARMUP = 20
 #: Worker processes (and pgbench clients) in the throughput comparison.
 WORKERS = 4
-#: 4 workers must reach this share of pgbench's calls per second (DESIGN section 9).
+#: 4 workers must reach this share of pgbench's calls per second (benchmarks/README.md).
 THROUGHPUT_GOAL = 0.8
 #: ``Host.call`` with the SQLite ledger, at most this many times the physical floor.
 PHYSICAL_GOAL = 2.0
@@ -121,8 +121,8 @@ SQLITE_UPDATE = _update_sql("?", jsonb=False, distinct="IS")
 PG_INSERT = _insert_sql("%s", jsonb=True)
 PG_UPDATE = _update_sql("%s", jsonb=True, distinct="IS NOT DISTINCT FROM")
 
-#: The physical floor's table: the 16 columns a durable record of a call carries (DESIGN.md
-#: section 6: key, invoker, owner, instance, tool, action, arguments, decision, status,
+#: The physical floor's table: the 16 columns a durable record of a call carries (docs/ledger.md:
+#: key, invoker, owner, instance, tool, action, arguments, decision, status,
 #: result, error, timestamps, duration, lease), and no index but the primary key.
 PHYSICAL_TABLE = """CREATE TABLE calls (
     key TEXT PRIMARY KEY, call_id TEXT NOT NULL, user_id TEXT, owner_id TEXT,
@@ -838,7 +838,7 @@ PG4_UNIT = (
 
 
 def budgets(report: Report) -> None:
-    """The ratios of DESIGN section 9, and informational ones that show where time goes."""
+    """The ratios of benchmarks/README.md, and informational ones that show where time goes."""
     report.ratio(
         "ledger per call, SQLite WAL NORMAL", "sqlite_normal_ledger", "sqlite_normal_raw", 2.2
     )

@@ -132,7 +132,7 @@ def main() -> int:
     report.add(
         Figure("cold", f"expediter --refresh tools list --json, {count} packs", runs["cold"])
     )
-    report.ratio(f"warm tools list, {count} packs", "warm", "python", 10.0)  # DESIGN section 9
+    report.ratio(f"warm tools list, {count} packs", "warm", "python", 10.0)  # benchmarks/README.md
     report.ratio(f"cold tools list, {count} packs", "cold", "python")
     return report.finish(args.results_dir)
 

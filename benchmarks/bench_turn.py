@@ -195,7 +195,7 @@ def _value(case: Case) -> str:
 
 
 def budgets(report: Report) -> None:
-    """The goals of DESIGN section 9, and informational ratios that show where time goes.
+    """The goals of benchmarks/README.md, and informational ratios that show where time goes.
 
     One model turn is measured against llm doing the same work (reading the call from the
     same response, then running it); the per-call overhead on parsed calls against llm's

@@ -51,7 +51,7 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 @functools.cache
 def _pattern(kind: str) -> re.Pattern[str]:
     # Compiled on first use (~1 ms for the three): `expediter --help` prints nothing escaped
-    # and stays within 0.1x `llm --help` (DESIGN.md section 9).
+    # and stays within 0.1x `llm --help` (benchmarks/README.md).
     return re.compile(_PATTERNS[kind])
 
 

@@ -148,7 +148,7 @@ def list_tools(state: CliState, as_json: bool, include_internal: bool) -> None:
 def _has_database(state: CliState) -> bool:
     """Whether the ledger database may hold stored instances: a database URL is given, or the
     default SQLite file exists (a fresh data directory is not created, nor the ledger package
-    imported, for a listing: the ``tools list`` budget of DESIGN.md section 9)."""
+    imported, for a listing: the ``tools list`` budget of benchmarks/README.md)."""
     if state.config.database_url:
         return True
     # The file ``expediter.core.ledger.database.default_url`` names.

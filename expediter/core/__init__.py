@@ -1,1 +1,1 @@
-"""The host, one subpackage per stage of a call (see DESIGN.md section 1)."""
+"""The host, one subpackage per stage of a call (see docs/index.md)."""

@@ -72,7 +72,7 @@ def private_dir(path: Path) -> Path:
     already exist keep their mode (they may be the user's own). Returns ``path``.
 
     The ledger, the spool and the caches hold call records: never world-readable, whatever
-    the umask (DESIGN.md section 6).
+    the umask (docs/ledger.md).
     """
     missing = []
     current = path

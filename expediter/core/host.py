@@ -552,7 +552,7 @@ class Host:
 
     def _provider_lookup(self) -> Callable[[str], Provider]:
         """``provider`` for the toolsets: the built-ins found without an import statement
-        (``toolset.schemas("openai")`` is measured: DESIGN.md section 9)."""
+        (``toolset.schemas("openai")`` is measured: benchmarks/README.md)."""
         from expediter.core.turns.providers import PROVIDERS
 
         built_in = PROVIDERS
@@ -679,7 +679,7 @@ class Host:
             try:
                 offered = registry.offered(user_id)
             except LedgerError as exc:
-                # A database outage never stops a turn (DESIGN.md section 6): the default
+                # A database outage never stops a turn (docs/ledger.md): the default
                 # tools are offered without the stored instances or the user's switches.
                 logger.warning("stored tool instances are not offered: %s", exc)
                 offered = attrs.evolve(

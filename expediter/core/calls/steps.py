@@ -103,7 +103,7 @@ class Step:
     """One call on its way through the pipeline.
 
     A plain class whose defaults live on the class, so making one (once per call) sets only
-    what every call has: the per-call turn budget (DESIGN section 9).
+    what every call has: the per-call turn budget (benchmarks/README.md).
     """
 
     #: Set when the call ended (or paused) before running: the event to yield.

@@ -323,7 +323,7 @@ class Catalogue:
 # The one record form read without the converter. A warm `expediter tools list` reads the
 # manifest cache through `Catalogue.from_dict`, and importing cattrs plus generating its
 # functions costs that process ~20 ms: past its budget, the whole process <= 10x
-# `python -c pass` (DESIGN.md section 9; measured side by side: 12.1x through cattrs, 10.2x
+# `python -c pass` (benchmarks/README.md; measured side by side: 12.1x through cattrs, 10.2x
 # with these readers). They follow the records' JSON forms exactly; tests/core/discovery/
 # test_catalogue.py checks they build what `structure` builds, from full and partial data.
 

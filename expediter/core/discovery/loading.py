@@ -379,7 +379,7 @@ class LoadedTool:
     def wants_context(self, action: str) -> bool:
         """Whether running the action reads its ``CallContext``: False only for a sugar tool
         (``@tool``, ``Toolbox``) that nothing wraps, whose function takes no context. The
-        executor then skips building one (the per-call turn budget, DESIGN section 9)."""
+        executor then skips building one (the per-call turn budget, benchmarks/README.md)."""
         found = self._contexts.get(action)
         if found is None:
             found = self._reads_context(action)

@@ -12,7 +12,7 @@ pack's code in place does not change the key: ``expediter --refresh`` rebuilds t
 Beside each manifest written for the environment's own configuration, a small *commands
 index* (``cache/commands.json``) keeps the packs' subcommands, under the same key, for
 ``expediter --help`` (``read_commands``). Reading it imports nothing beyond ``json`` and
-``os``: ``expediter --help`` must stay within 0.1x ``llm --help`` (DESIGN.md section 9), and
+``os``: ``expediter --help`` must stay within 0.1x ``llm --help`` (benchmarks/README.md), and
 the configuration (attrs) or the catalogue (attrs, pluggy) would cost it ~30 ms, a third of
 that budget.
 
@@ -242,7 +242,7 @@ def _switches(key: Mapping[str, Any]) -> PluginSettings | None:
     autoload, builtins = bool(saved.get("autoload", True)), bool(saved.get("builtins", True))
     if not disabled and load_only is None and autoload and builtins:
         # Every pack is allowed: not asking saves a warm `tools list` with 500 packs ~1.5 ms
-        # of its budget, 10x `python -c pass` (DESIGN.md section 9).
+        # of its budget, 10x `python -c pass` (benchmarks/README.md).
         return None
     from expediter.core.config import PluginSettings
 

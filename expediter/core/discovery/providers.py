@@ -40,7 +40,7 @@ ProviderCheck = Callable[[object], tuple[str, bool]]
 
 # Not in ``catalogue``: the manifest keeps a pack's providers as names in its ``PackInfo``, so
 # a warm `expediter tools list` never builds this class (an attrs class costs about a
-# millisecond to make: the budget is 10x `python -c pass`, DESIGN.md section 9).
+# millisecond to make: the budget is 10x `python -c pass`, benchmarks/README.md).
 @attrs.frozen
 class ProviderInfo:
     """An LLM provider as ``expediter providers`` lists it: its name, the pack that registers

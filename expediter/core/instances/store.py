@@ -3,8 +3,8 @@ DBAPI connection.
 
 Every statement is a single autocommit statement written once in the SQL both databases take
 (``?`` placeholders, turned into ``%s`` for psycopg), so this module imports no SQLAlchemy: a
-turn's toolset reads a user's instances on a warm host in two small queries (DESIGN.md section
-9, "a turn's toolset with 50 stored instances"). The tables are created by the ledger's
+turn's toolset reads a user's instances on a warm host in two small queries (benchmarks/README.md,
+"a turn's toolset with 50 stored instances"). The tables are created by the ledger's
 migrations (``tables.py``, ``0005_tool_instances``, ``0006_oauth_tokens``).
 """
 

@@ -3,7 +3,7 @@ both databases (JSON text, capped for results and arguments; text without NUL or
 surrogates; keys of bounded length), plus attempt ids and the durations the operator's reads
 filter by.
 
-What the databases refuse, and what is stored instead (DESIGN.md section 6, "every call gets a
+What the databases refuse, and what is stored instead (docs/ledger.md, "every call gets a
 final row whatever it carries"): PostgreSQL ``text`` refuses NUL, ``jsonb`` refuses the escape
 ``\\u0000`` and lone surrogate escapes, and neither driver can encode a lone surrogate as UTF-8;
 JSON has no NaN or Infinity; a btree index entry holds at most about 2,700 bytes. So NUL is
@@ -151,7 +151,7 @@ def stored_key(key: str | None) -> str | None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 # The same encoding without building an encoder per value, nor checking for cycles (a cycle
 # recurses until RecursionError, and then the careful path says what is wrong): half the
-# time of ``_ENCODER.encode`` for the small values of every call (DESIGN.md section 9,
+# time of ``_ENCODER.encode`` for the small values of every call (benchmarks/README.md,
 # per-call ledger budgets). NaN and infinities raise ValueError (and take the careful path).
 _MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
 _FAST_ENCODER: Any = (
@@ -185,7 +185,7 @@ def _careful_json(value: Any) -> str:
         return _STRICT_ENCODER.encode(_storable_json(value, 0))
     except (ValueError, TypeError, RecursionError) as exc:
         # A cycle, a value nested past the limit, an integer too long to print: the row still
-        # says what was there (DESIGN.md section 6: every call gets a final row).
+        # says what was there (docs/ledger.md: every call gets a final row).
         reason = column_text(f"{type(value).__name__} that JSON cannot hold: {exc}", 2000)
         return _STRICT_ENCODER.encode(f"<not recorded: a {reason}>")
 

@@ -4,7 +4,7 @@ One held autocommit connection per process, statements compiled once, a lease on
 call renewed by a background thread, and an on-disk spool that keeps writes in order while the
 database cannot be reached, replayed when it answers again.
 
-Delivery guarantees (DESIGN.md section 6; docs/ledger.md, "Delivery guarantees"): by default a
+Delivery guarantees (docs/ledger.md; docs/ledger.md, "Delivery guarantees"): by default a
 call runs even while the database is unreachable, and every execution is recorded (at least
 once, never silently twice): a key already in this host's spool is refused, and a duplicate
 execution that still happens is recorded on replay as its own row. With ``fail_closed=True``
@@ -239,8 +239,8 @@ class Ledger(LedgerReads):
         with self._lock:
             repository = self._repository
             if repository is not None and not self._spooled:
-                # The common case, on the held connection (the per-call budgets of DESIGN.md
-                # section 9); any failure takes the full path below, which retries it.
+                # The common case, on the held connection (the per-call budgets in
+                # benchmarks/README.md); any failure takes the full path below, which retries it.
                 try:
                     return self._apply(repository, operation, params)
                 except LedgerError:
@@ -387,7 +387,7 @@ class Ledger(LedgerReads):
             )
         # The values in INSERT_ORDER, written on the held connection without building the row
         # dict, which only a spooled or retried write needs: with 4 workers on 2 cores every
-        # bit of Python per call shows (DESIGN.md section 9, the throughput budget).
+        # bit of Python per call shows (benchmarks/README.md, the throughput budget).
         recorded = None if arguments is None else capped(redact(arguments), ARGUMENTS_LIMIT)
         values = (
             key, call_id, name, message_id, run_id, user_id, owner_id, instance_id, tool, action,

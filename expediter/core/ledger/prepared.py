@@ -2,7 +2,7 @@
 
 psycopg's ``cursor.execute`` spends about 40 µs of client CPU per statement in Python (query
 conversion, adaptation, the wait generator), which is most of a ledger call's CPU and what kept
-4 workers at 0.57x pgbench's throughput (DESIGN.md section 9: >= 0.8x). The ledger's writes
+4 workers at 0.57x pgbench's throughput (benchmarks/README.md: >= 0.8x). The ledger's writes
 have fixed text and simple values (text, numbers, booleans, NULL), so they are prepared once
 per connection and run with ``PQexecPrepared`` in the text format, the way ``pgbench -M
 prepared`` does. libpq releases the GIL while it waits for the server. Reads keep using

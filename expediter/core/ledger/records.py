@@ -30,7 +30,7 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-#: The documented keys first (DESIGN.md section 11), then the known extras.
+#: The documented keys first (docs/operations.md), then the known extras.
 _ROW_KEYS = (
     "key", "call_id", "message_id", "run_id", "user_id", "owner_id", "instance_id", "tool",
     "action", "status", "decision", "error", "attempted_at", "finished_at", "duration_ms",

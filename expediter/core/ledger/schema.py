@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 #: The newest migration, for the revision check at every ledger open. Written out because
 #: asking alembic (``script_head()``) imports alembic and SQLAlchemy, ~450 ms, and the CLI's
-#: call path must import neither (DESIGN.md section 9, ``expediter --help`` and per-call
+#: call path must import neither (benchmarks/README.md, ``expediter --help`` and per-call
 #: budgets); ``tests/core/ledger/test_schema.py`` checks it equals ``script_head()``.
 HEAD = "0006_oauth_tokens"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

@@ -1,4 +1,4 @@
-"""The egress guard every outbound client of every pack uses (DESIGN.md section 8).
+"""The egress guard every outbound client of every pack uses (docs/operations.md).
 
 ``EgressPolicy`` decides which URLs a client may request and which addresses it may dial
 (http/https only; every resolved address checked against ``DENY_TABLE`` after unwrapping IPv4

@@ -90,7 +90,7 @@ def redact(value: Any, secret_names: Set[str] = _NO_NAMES) -> Any:
             and not _any_secret(tuple(value), secret_names)
         ):
             # Nothing to hide and nothing nested: no copy. Once per call (the per-call
-            # budgets, DESIGN.md section 9): one cached lookup per set of argument names.
+            # budgets, benchmarks/README.md): one cached lookup per set of argument names.
             return value
         return {
             key: MASK

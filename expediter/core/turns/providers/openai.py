@@ -62,7 +62,7 @@ class OpenAIChat(Provider):
 
     def _read_call(self, item: Any, index: int) -> RawCall | None:
         # Plain type checks first, the slower general ones only off the usual path: the turn
-        # budget (DESIGN section 9). A wrong type raises Unreadable, which read_each reports.
+        # budget (benchmarks/README.md). A wrong type raises Unreadable, which read_each reports.
         if type(item) is not dict and not isinstance(item, Mapping):
             return None
         identifier = item.get("id")

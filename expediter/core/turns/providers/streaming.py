@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 #: Whether each type met is an SDK (pydantic) model class. A cache, because asking a model
-#: class costs more than reading a whole chunk: the stream budget (DESIGN section 9). Only
+#: class costs more than reading a whole chunk: the stream budget (benchmarks/README.md). Only
 #: types land here (JSON values are a handful of them), and it stops growing at 1,000.
 _MODEL_TYPES: dict[type, bool] = {}
 

@@ -84,7 +84,8 @@ class AnthropicStream(StreamAccumulator):
 
     def feed(self, event: Any) -> None:
         """Take one event (a parsed JSON object or an SDK event); anything else is skipped."""
-        # Deltas first, plain type checks, nothing copied: the per-chunk budget (DESIGN 9).
+        # Deltas first, plain type checks, nothing copied: the per-chunk budget
+        # (benchmarks/README.md).
         try:
             if type(event) is not dict:
                 event = fields_of(event)

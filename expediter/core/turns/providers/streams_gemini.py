@@ -52,7 +52,7 @@ class GeminiStream(StreamAccumulator):
     def feed(self, chunk: Any) -> None:
         """Take one chunk (a parsed JSON object or an SDK response); anything else is
         skipped."""
-        # Plain type checks, text joined in place: the per-chunk budget (DESIGN section 9).
+        # Plain type checks, text joined in place: the per-chunk budget (benchmarks/README.md).
         try:
             if type(chunk) is not dict:
                 chunk = fields_of(chunk)

@@ -29,7 +29,7 @@ class OllamaStream(StreamAccumulator):
     def feed(self, chunk: Any) -> None:
         """Take one chunk (a parsed JSON object or an SDK response); anything else is
         skipped."""
-        # Plain type checks, nothing copied: the per-chunk budget (DESIGN section 9).
+        # Plain type checks, nothing copied: the per-chunk budget (benchmarks/README.md).
         try:
             if type(chunk) is not dict:
                 chunk = fields_of(chunk)

@@ -72,7 +72,7 @@ class OpenAIChatStream(StreamAccumulator):
     def feed(self, chunk: Any) -> None:
         """Take one chunk (a parsed JSON object or an SDK chunk); anything else is skipped."""
         # Plain type checks before general ones, nothing copied: this runs once per chunk
-        # (DESIGN section 9: within the provider SDK's own accumulator's time).
+        # (benchmarks/README.md: within the provider SDK's own accumulator's time).
         try:
             if type(chunk) is not dict:
                 chunk = fields_of(chunk)
@@ -326,7 +326,8 @@ class ResponsesStream(StreamAccumulator):
 
     def feed(self, event: Any) -> None:
         """Take one event (a parsed JSON object or an SDK event); anything else is skipped."""
-        # Argument and text deltas first, plain type checks: the per-chunk budget (DESIGN 9).
+        # Argument and text deltas first, plain type checks: the per-chunk budget
+        # (benchmarks/README.md).
         try:
             if type(event) is not dict:
                 event = fields_of(event)
