@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import click
@@ -172,32 +172,28 @@ def _read_calls(
     provider: str,
     response: dict[str, Any] | None,
     chunks: list[dict[str, Any]] | None,
-) -> list[Any]:
+) -> tuple[list[Any], Callable[[], dict[str, Any]]]:
     """The calls of the response or stream, read as ``provider``'s (with a hint on standard
-    error when none are found and the input looks like another provider's)."""
+    error when none are found and the input looks like another provider's), and what gives
+    the whole response (for a stream, the one its chunks add up to, built when asked)."""
     if chunks is not None:
         _warn_stream_errors(chunks)
-        calls: list[Any] = toolset.parse_stream(provider, chunks)
+        stream = toolset.stream(provider).feed_all(chunks)
+        calls: list[Any] = stream.calls()
         if not calls:
             _hint_other_stream_provider(toolset, provider, chunks)
-        return calls
+        return calls, stream.response
     assert response is not None
-    calls = toolset.parse_calls(provider, response)
-    _hint_other_provider(provider, response, calls)
-    return calls
+    whole = response
+    calls = toolset.parse_calls(provider, whole)
+    _hint_other_provider(provider, whole, calls)
+    return calls, lambda: whole
 
 
-def _reply_id(
-    toolset: Any,
-    provider: str,
-    response: dict[str, Any] | None,
-    chunks: list[dict[str, Any]] | None,
-) -> str | None:
+def _reply_id(toolset: Any, provider: str, response: dict[str, Any]) -> str | None:
     """The id the provider gave the reply (or the stream), which keys its calls in the ledger
     so that running the same saved reply again runs none of them twice; a warning when it
     has none."""
-    if response is None:
-        response = toolset.stream(provider).feed_all(chunks or []).response()
     found: str | None = toolset.message_id(provider, response)
     if found is None:
         warn(
@@ -327,7 +323,7 @@ def parse(
     """
     response, chunks = _read_input(response_path, stream_path)
     provider = _choose_provider(provider, response, chunks, response_path or stream_path or "")
-    calls = _read_calls(state.host().toolset(user_id=user_id), provider, response, chunks)
+    calls, _ = _read_calls(state.host().toolset(user_id=user_id), provider, response, chunks)
     if as_json:
         echo_json([call.to_dict() for call in calls])
         return
@@ -420,9 +416,9 @@ def run(
     response, chunks = _read_input(response_path, stream_path)
     provider = _choose_provider(provider, response, chunks, response_path or stream_path or "")
     toolset = state.host().toolset(user_id=user_id, headless=headless, allowlist=allowlist)
-    calls = _read_calls(toolset, provider, response, chunks)
+    calls, whole = _read_calls(toolset, provider, response, chunks)
     if message_id is None and calls:
-        message_id = _reply_id(toolset, provider, response, chunks)
+        message_id = _reply_id(toolset, provider, whole())
     events = list(toolset.run(calls, message_id=message_id, run_id=run_id))
     if messages:
         echo_json(toolset.result_messages(provider, calls, events))
