@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 from expediter_http.tool import HttpTool
 from servers import TestServer
 
 import expediter
+from expediter.cli import cli
+from expediter.core.instances.keys import generate_key
 from expediter.core.netguard import Resolver
 from expediter.testing.network import StaticLookup
 
@@ -126,3 +129,23 @@ def http_host(make_host: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) ->
         return make_host(tool_with(lookup, network), **options)
 
     return make
+
+
+#: ``run(*args, input=None)``: the result of ``expediter ARGS...``.
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def run(expediter_home: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """Run ``expediter ARGS...`` with a fresh home and master key; no traceback allowed."""
+    monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        result = CliRunner().invoke(cli, list(args), input=input)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke

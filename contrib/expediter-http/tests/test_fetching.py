@@ -10,33 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from expediter_http.openapi import fetching
 from servers import Reply, TestServer
-
-from expediter.cli import cli
-from expediter.core.instances.keys import generate_key
 
 SPECS = Path(__file__).parent / "specs"
 YAML = (SPECS / "petstore-3.0.yaml").read_text()
 
 Run = Callable[..., Result]
-
-
-@pytest.fixture
-def run(expediter_home: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
-    """Run ``expediter ARGS...`` with a fresh home and master key; no traceback allowed."""
-    monkeypatch.setenv("EXPEDITER_SECRET_KEYS", generate_key())
-
-    def invoke(*args: str) -> Result:
-        result = CliRunner().invoke(cli, list(args))
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            result.exception
-        )
-        assert "Traceback" not in result.output
-        return result
-
-    return invoke
 
 
 def stored(run: Run) -> list[dict[str, Any]]:
