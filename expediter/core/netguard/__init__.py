@@ -3,6 +3,8 @@
 ``EgressPolicy`` decides which URLs a client may request and which addresses it may dial
 (http/https only; every resolved address checked against ``DENY_TABLE`` after unwrapping IPv4
 from IPv6, then ``is_global``; operator-allowed ranges override both for those ranges only).
+Name lookups count against the policy's ``owner`` (``EgressPolicy.owner_of(context)``) until
+their threads end, so one owner's names that never answer hold up no one else's lookups.
 The resolver and the check know nothing of HTTP; ``expediter.core.netguard.for_httpx`` and
 ``...for_httpx2`` hold the pinning network backends that dial the checked address while the
 Host header, TLS SNI and certificate checks keep the name. A refusal is ``EgressBlocked``: its

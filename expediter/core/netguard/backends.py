@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from expediter.core.netguard.addresses import literal_address
 from expediter.core.netguard.deadlines import clamp
 from expediter.core.netguard.policy import EgressPolicy
 
@@ -133,7 +132,7 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             self.inner.sleep(seconds)
 
     class AsyncPinningBackend(core.AsyncNetworkBackend):  # type: ignore[misc,name-defined]
-        """The async twin: resolution runs on a worker thread unless the answer is cached."""
+        """The async twin: the event loop waits for a name's lookup thread, holding none."""
 
         def __init__(self, policy: EgressPolicy, inner: Any = None) -> None:
             self.policy = policy
@@ -148,20 +147,10 @@ def pinning_backends(core: ModuleType) -> tuple[type[Any], type[Any]]:
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> Any:
-            policy = self.policy
             timeout = clamp(timeout)
-            cached = policy.resolver.cached(host)
-            if literal_address(host) is not None:
-                addresses = policy.addresses(host, port, timeout)
-            elif cached is not None:
-                # The answer in hand: an entry expiring now never blocks the event loop.
-                addresses = policy.checked(host, cached)
-            else:
-                import anyio.to_thread
-
-                addresses = await anyio.to_thread.run_sync(
-                    policy.addresses, host, port, timeout, abandon_on_cancel=True
-                )
+            # An address or a cached answer at once; a name being resolved is awaited without
+            # a worker thread, so one owner's names that never answer hold none of the loop's.
+            addresses = await self.policy.aaddresses(host, port, timeout)
             last: Exception | None = None
             for address in addresses:
                 try:

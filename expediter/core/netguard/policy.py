@@ -8,9 +8,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-import threading
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -25,6 +25,9 @@ from expediter.core.netguard.addresses import (
 from expediter.core.netguard.resolver import Resolver
 from expediter.errors import EgressBlocked
 
+if TYPE_CHECKING:
+    from expediter.hookspecs.tool import CallContext
+
 __all__ = ["DEFAULT_RESOLVER", "SCHEMES", "EgressPolicy", "Target", "same_origin"]
 
 logger = logging.getLogger("expediter.netguard")
@@ -32,10 +35,6 @@ logger = logging.getLogger("expediter.netguard")
 #: The schemes an outbound client may use.
 SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-#: Distinct names one client (one policy) may be resolving at once: a user whose instance
-#: names hosts that never answer holds that many of the shared lookup threads, not all.
-RESOLVING_PER_CLIENT = 4
 
 #: The resolver policies share unless given their own (one cache per process).
 DEFAULT_RESOLVER = Resolver()
@@ -95,19 +94,37 @@ class EgressPolicy:
     #: Seconds a name may take to resolve.
     resolve_timeout: float = 5.0
     resolver: Resolver = attrs.field(default=DEFAULT_RESOLVER, eq=False, repr=False)
+    #: Whose lookups this client's count against (``owner_of(context)``): the resolver runs a
+    #: few lookups per owner at once, each until its thread ends, so one owner's names that
+    #: never answer leave the others resolving. None: the client is its own owner.
+    owner: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+    #: The owner of a client given none: itself.
+    _anonymous: object = attrs.field(factory=object, init=False, eq=False, repr=False)
     #: Verdicts on addresses already checked (an address's verdict never changes).
     _verdicts: dict[IPAddress, str | None] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
-    )
-    #: Names this policy's client is resolving now (one shared lookup each).
-    _resolving: dict[str, int] = attrs.field(factory=dict, init=False, eq=False, repr=False)
-    _resolving_lock: threading.Lock = attrs.field(
-        factory=threading.Lock, init=False, eq=False, repr=False
     )
     #: ``check_url``'s verdicts by scheme and authority (a Target, or the refusal).
     _origins: dict[str, Target | EgressBlocked] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
+
+    @staticmethod
+    def owner_of(context: CallContext) -> str | None:
+        """The owner a call's connections resolve names for: the user who owns the call's tool
+        instance (whoever invokes it), or for a shared instance (no owner) the instance
+        itself; None when the context names neither."""
+        if context.owner_id is not None:
+            return f"user:{context.owner_id}"
+        if context.instance_id is not None:
+            return f"instance:{context.instance_id}"
+        return None
+
+    @property
+    def _lookup_owner(self) -> Hashable:
+        return self._anonymous if self.owner is None else self.owner
 
     def with_networks(self, networks: Iterable[str | IPNetwork]) -> EgressPolicy:
         """This policy with more allowed ranges."""
@@ -182,26 +199,33 @@ class EgressPolicy:
         if literal is not None:
             self.check_address(literal, host)
             return (str(literal),)
-        deadline = self.resolve_timeout if timeout is None else min(timeout, self.resolve_timeout)
-        cached = self.resolver.cached(host)
-        if cached is not None:
-            return self.checked(host, cached)
-        key = host.lower()
-        with self._resolving_lock:
-            if key not in self._resolving and len(self._resolving) >= RESOLVING_PER_CLIENT:
-                raise self._blocked(
-                    f"resolving {host!r}: this client is already resolving "
-                    f"{RESOLVING_PER_CLIENT} other names (lookups that do not answer keep "
-                    "their threads)"
-                )
-            self._resolving[key] = self._resolving.get(key, 0) + 1
         try:
-            return self.checked(host, self.resolver.resolve(host, port, deadline))
-        finally:
-            with self._resolving_lock:
-                left = self._resolving.pop(key) - 1
-                if left:
-                    self._resolving[key] = left
+            found = self.resolver.resolve(
+                host, port, self._deadline(timeout), owner=self._lookup_owner
+            )
+        except EgressBlocked as exc:
+            raise self._blocked(exc.reason) from None
+        return self.checked(host, found)
+
+    async def aaddresses(
+        self, host: str, port: int, timeout: float | None = None
+    ) -> tuple[str, ...]:
+        """``addresses`` for a coroutine: a name being resolved is waited for without holding
+        a worker thread (on asyncio), an address or a cached answer at once."""
+        literal = literal_address(host)
+        if literal is not None:
+            self.check_address(literal, host)
+            return (str(literal),)
+        try:
+            found = await self.resolver.aresolve(
+                host, port, self._deadline(timeout), owner=self._lookup_owner
+            )
+        except EgressBlocked as exc:
+            raise self._blocked(exc.reason) from None
+        return self.checked(host, found)
+
+    def _deadline(self, timeout: float | None) -> float:
+        return self.resolve_timeout if timeout is None else min(timeout, self.resolve_timeout)
 
     def checked(self, host: str, found: tuple[str, ...]) -> tuple[str, ...]:
         """``found`` (what ``host`` resolved to) when every address may be dialed, else

@@ -231,8 +231,10 @@ def test_callers_asking_for_one_name_share_one_lookup() -> None:
     assert results == [("93.184.216.34",)] * 4
 
 
-def test_one_client_cannot_hold_every_lookup_thread() -> None:
-    from expediter.core.netguard.policy import RESOLVING_PER_CLIENT
+def test_a_client_given_no_owner_is_its_own_owner() -> None:
+    """A policy built without an owner counts its lookups against itself alone (the owner
+    rules are in test_resolver_fairness.py)."""
+    from expediter.core.netguard.resolver import OWNER_LOOKUP_THREADS
 
     release = threading.Event()
 
@@ -245,25 +247,28 @@ def test_one_client_cannot_hold_every_lookup_thread() -> None:
     greedy = EgressPolicy(resolver=resolver, resolve_timeout=5)
 
     def resolve(name: str) -> None:
-        with contextlib.suppress(EgressBlocked):  # past its deadline, or answered at release
+        with contextlib.suppress(EgressBlocked):  # answered at release
             greedy.addresses(name, 80)
 
     stuck = [
         threading.Thread(target=resolve, args=(f"hang{n}.test",))
-        for n in range(RESOLVING_PER_CLIENT)
+        for n in range(OWNER_LOOKUP_THREADS)
     ]
     try:
         for thread in stuck:
             thread.start()
-        time.sleep(0.3)
-        started = time.monotonic()
+        impatient = EgressPolicy(resolver=resolver, resolve_timeout=0.2)
+        assert impatient.owner is None
+        for _ in range(500):
+            if resolver.threads == OWNER_LOOKUP_THREADS:
+                break
+            time.sleep(0.01)
+        # The greedy client's next name waits for one of its own lookups, in vain ...
         with pytest.raises(EgressBlocked) as refused:
-            greedy.addresses("hang-more.test", 80)
-        assert time.monotonic() - started < 0.5
-        assert "already resolving" in refused.value.reason
-        # Another client (another policy) still resolves.
-        other = EgressPolicy(resolver=resolver)
-        assert other.addresses("fine.test", 80) == ("93.184.216.34",)
+            greedy.addresses("hang-more.test", 80, timeout=0.2)
+        assert f"already has {OWNER_LOOKUP_THREADS} lookups" in refused.value.reason
+        # ... while another client (another policy) still resolves.
+        assert impatient.addresses("fine.test", 80) == ("93.184.216.34",)
     finally:
         release.set()
         for thread in stuck:
