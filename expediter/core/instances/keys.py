@@ -4,6 +4,8 @@ derived with HKDF, and the ``ex1.<key id>.<data>`` blobs stored credentials are 
 from __future__ import annotations
 
 import binascii
+import itertools
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +17,8 @@ from expediter.errors import CredentialError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ENV_KEYS",
@@ -49,6 +53,22 @@ _CACHE_LIMIT: Final = 4096
 _TO_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
 _GENERATE_HINT: Final = f"generate one with `expediter keys generate` and set {ENV_KEYS}"
 
+# A key must be random, not merely 32 bytes long: ``_weakness`` refuses bytes too regular to be
+# secret. Each test fails a key of 32 uniformly random bytes with these exact odds:
+#   fewer than 17 distinct byte values (one value, a pattern of period 16 or less):
+#     P(at most 16 values among 32 draws from 256) = 2^-48.7;
+#   fewer than 17 distinct steps byte[i+1] - byte[i] mod 256 (counters, interleaved counters):
+#     the 31 steps of a random key are themselves independent and uniform, so 2^-45.0;
+#   8 bytes in a row stepping by one amount (7 equal steps: a run of one value, a count):
+#     at most 25 windows * 256^-6 = 2^-43.4;
+#   every byte printable ASCII or whitespace (100 values: a password or a phrase):
+#     (100/256)^32 = 2^-43.4.
+# Together 2^-42.1, about one key in 5 * 10^12; ``generate_key`` draws again when it happens, so
+# a key the project generates always passes. test_keys.py recomputes the sum from these values.
+_MIN_DISTINCT: Final = 17
+_MAX_RUN: Final = 8
+_TEXT_BYTES: Final = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\v\f\r")
+
 
 def _encode(data: bytes) -> str:
     """URL-safe base64 without padding."""
@@ -69,8 +89,30 @@ _EXAMPLE_MATERIALS: Final = frozenset({bytes(KEY_BYTES), *map(_decode, EXAMPLE_K
 
 
 def generate_key() -> str:
-    """A new random master key: 32 bytes as URL-safe base64 with padding (44 characters)."""
-    return binascii.b2a_base64(os.urandom(KEY_BYTES), newline=False).translate(_TO_URLSAFE).decode()
+    """A new random master key: 32 bytes as URL-safe base64 with padding (44 characters),
+    drawn again in the rare case (below 2^-42) ``_weakness`` would refuse them."""
+    material = os.urandom(KEY_BYTES)
+    while _weakness(material) is not None:
+        material = os.urandom(KEY_BYTES)
+    return binascii.b2a_base64(material, newline=False).translate(_TO_URLSAFE).decode()
+
+
+def _weakness(material: bytes) -> str | None:
+    """Why a key's bytes are too regular to be secret (the tests above), or None. The reason
+    describes the flaw, never the bytes."""
+    if len(set(material)) < _MIN_DISTINCT:
+        return f"fewer than {_MIN_DISTINCT} distinct byte values"
+    steps = [(after - before) & 0xFF for before, after in itertools.pairwise(material)]
+    if len(set(steps)) < _MIN_DISTINCT:
+        return "its bytes follow a simple sequence"
+    run = 1
+    for before, after in itertools.pairwise(steps):
+        run = run + 1 if after == before else 1
+        if run >= _MAX_RUN - 1:
+            return f"{_MAX_RUN} bytes in a row repeat one value or count by one step"
+    if set(material) <= _TEXT_BYTES:
+        return "every byte is printable text: a password, not random bytes"
+    return None
 
 
 def key_id(material: bytes) -> str:
@@ -165,6 +207,7 @@ class Keyring:
             material = _key_material(where, text.strip())
             if material not in seen:
                 seen.add(material)
+                _check_strength(where, material, newest=not keys)
                 keys.append(MasterKey.from_material(material))
         return cls(keys)
 
@@ -301,6 +344,27 @@ def _file_entries(path: Path) -> list[tuple[str, str]]:
         if stripped and not stripped.startswith("#"):
             entries.append((f"key {len(entries) + 1} (line {number}) in {path}", stripped))
     return entries
+
+
+def _check_strength(where: str, material: bytes, *, newest: bool) -> None:
+    """Refuse a too-regular key where it would seal new credentials (the newest); an older one
+    only opens what it sealed, which stays readable so `keys rotate` can move it to a good key,
+    and is warned about. ``where`` names the key, never its value."""
+    reason = _weakness(material)
+    if reason is None:
+        return
+    if newest:
+        raise CredentialError(
+            f"{where} is too regular to be a secret key ({reason}): {_GENERATE_HINT}; to move "
+            f"credentials sealed with it, list the new key first ({ENV_KEYS}=NEW,OLD) and run "
+            "`expediter keys rotate`"
+        )
+    logger.warning(
+        "%s is too regular to be a secret key (%s): it only opens credentials sealed with it; "
+        "run `expediter keys rotate` to reseal them with the newest key, then remove it",
+        where,
+        reason,
+    )
 
 
 def _key_material(where: str, text: str) -> bytes:

@@ -298,6 +298,106 @@ def test_an_example_key_in_the_file_is_refused(tmp_path: Path) -> None:
         Keyring.parse(None, path)
 
 
+def key_text(data: bytes) -> str:
+    """``data`` written as a configured key (URL-safe base64 with padding)."""
+    return base64.urlsafe_b64encode(data).decode()
+
+
+#: 24 random-looking bytes: the start of keys that are weak only at their end.
+RANDOM_24 = "8f3a61d20be94c7755a1f0c3e6192b84d7e05b9a36c8f412"
+#: Byte strings of the right length that no random source would give.
+WEAK = {
+    "all zeros": bytes(KEY_BYTES),
+    "31 zeros and a 1": bytes(KEY_BYTES - 1) + b"\x01",
+    "one value": b"\xa7" * KEY_BYTES,
+    "a repeated pattern": b"\x13\x37\xc0\xde" * 8,
+    "16 random-looking bytes twice": bytes.fromhex("8f3a61d20be94c7755a1f0c3e6192b84") * 2,
+    "a counter": bytes(range(KEY_BYTES)),
+    "interleaved counters": bytes(b for i in range(16) for b in (i, 0x80 + i)),
+    "random-looking bytes then 8 zeros": bytes.fromhex(RANDOM_24) + bytes(8),
+    "random-looking bytes then a count of 8": bytes.fromhex(RANDOM_24) + bytes(range(9, 17)),
+    "ASCII text": b"my-production-secret-key-2024!!!",
+    "a passphrase": b"Correct horse\tbattery staple #9\n",
+}
+
+
+@pytest.mark.parametrize("data", WEAK.values(), ids=WEAK.keys())
+def test_a_low_entropy_key_is_refused_with_how_to_generate_one(data: bytes) -> None:
+    assert len(data) == KEY_BYTES
+    text = key_text(data)
+    for keys in (text, text.rstrip("="), f"{text},{KEY_A}"):
+        with pytest.raises(CredentialError, match="key 1 in EXPEDITER_SECRET_KEYS") as caught:
+            Keyring.parse(keys)
+        message = str(caught.value)
+        assert "`expediter keys generate`" in message
+        assert text not in message
+        assert text.rstrip("=") not in message
+        assert data.hex() not in message
+
+
+def test_a_low_entropy_key_in_the_file_is_named_by_path_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "keys"
+    path.write_text(f"# newest first\n{key_text(WEAK['31 zeros and a 1'])}\n", encoding="utf-8")
+    with pytest.raises(CredentialError, match="too regular") as caught:
+        Keyring.parse(None, path)
+    assert "key 1 (line 2)" in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+def test_an_older_low_entropy_key_still_opens_its_blobs_so_rotation_can_replace_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Credentials sealed before weak keys were refused must stay readable until
+    # `keys rotate` reseals them with a new key listed first.
+    weak = MasterKey.from_material(WEAK["31 zeros and a 1"])
+    blob = Keyring([weak]).seal({"api_key": "k-1"}, owner_id="ann", context="inst-1")
+    with caplog.at_level("WARNING", logger="expediter.core.instances.keys"):
+        ring = Keyring.parse(f"{KEY_A},{key_text(weak.material)}")
+    assert [key.id for key in ring.keys] == [key_id(material(KEY_A)), weak.id]
+    assert ring.unseal(blob, owner_id="ann", context="inst-1") == {"api_key": "k-1"}
+    assert ring.needs_rotation(blob)
+    assert Keyring.blob_key_id(ring.seal({}, owner_id="ann", context="c")) == ring.newest.id
+    (warning,) = [record for record in caplog.records if record.levelname == "WARNING"]
+    assert "key 2 in EXPEDITER_SECRET_KEYS" in warning.getMessage()
+    assert "`expediter keys rotate`" in warning.getMessage()
+    assert key_text(weak.material).rstrip("=") not in warning.getMessage()
+
+
+def test_random_and_generated_keys_are_never_refused() -> None:
+    for _ in range(3000):
+        for key in (generate_key(), key_text(os.urandom(KEY_BYTES))):
+            assert len(Keyring.parse(key).keys) == 1
+
+
+def test_a_random_key_is_refused_with_a_probability_below_2_to_the_minus_40() -> None:
+    # The exact odds of each test of a 32-byte uniformly random key, recomputed from the
+    # thresholds keys.py uses, so the comment there cannot drift from the code.
+    from fractions import Fraction
+    from math import perm
+
+    from expediter.core.instances import keys
+
+    def at_most_distinct(draws: int, distinct: int) -> Fraction:
+        """P(at most ``distinct`` values among ``draws`` uniform bytes): S(draws, k) ways to
+        split the draws into k groups, 256!/(256-k)! ways to give the groups values."""
+        stirling = [1] + [0] * draws  # S(n, k) for k = 0..draws, built up from n = 0
+        for _ in range(draws):
+            stirling = [0] + [k * stirling[k] + stirling[k - 1] for k in range(1, draws + 1)]
+        ways = sum(stirling[k] * perm(256, k) for k in range(1, distinct + 1))
+        return Fraction(ways, 256**draws)
+
+    assert at_most_distinct(3, 1) == Fraction(256, 256**3)  # the same byte three times
+    few_values = at_most_distinct(KEY_BYTES, keys._MIN_DISTINCT - 1)
+    few_steps = at_most_distinct(KEY_BYTES - 1, keys._MIN_DISTINCT - 1)
+    # _MAX_RUN bytes stepping by one amount: _MAX_RUN - 1 equal steps, in any of the windows
+    # of that many among the key's steps (union bound).
+    windows = (KEY_BYTES - 1) - (keys._MAX_RUN - 1) + 1
+    one_step = windows * Fraction(1, 256 ** (keys._MAX_RUN - 2))
+    text = Fraction(len(keys._TEXT_BYTES), 256) ** KEY_BYTES
+    assert len(keys._TEXT_BYTES) == 100
+    assert few_values + few_steps + one_step + text < Fraction(1, 2**42)
+
+
 def test_an_unreadable_keys_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-file"
     with pytest.raises(CredentialError) as caught:
