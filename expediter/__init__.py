@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from expediter.core.turns.naming import NameMap
     from expediter.core.turns.providers.base import Provider
     from expediter.core.turns.toolset import ToolInstance, Toolset
+    from expediter.errors import IdentifierError
     from expediter.hookspecs import hookimpl, hookspec
     from expediter.hookspecs.tool import (
         Action,
@@ -58,6 +59,7 @@ _EXPORTS = {
     "NameMap": "expediter.core.turns.naming",
     "Provider": "expediter.core.turns.providers.base",
     "ProviderInfo": "expediter.core.discovery.providers",
+    "IdentifierError": "expediter.errors",
 }
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "Decision",
     "Host",
     "HostConfig",
+    "IdentifierError",
     "NameMap",
     "PackInfo",
     "Provider",

@@ -16,6 +16,7 @@ __all__ = [
     "DecisionRefused",
     "EgressBlocked",
     "ExpediterError",
+    "IdentifierError",
     "InstanceNotFound",
     "LedgerError",
     "PluginLoadError",
@@ -161,6 +162,87 @@ class ConfigError(ArgumentError):
 
 class InstanceNotFound(ExpediterError, LookupError):
     """No stored tool instance has that id (or it belongs to another user)."""
+
+
+class IdentifierError(ExpediterError, ValueError):
+    """An id that cannot be stored exactly: a user's, an owner's, an instance's, or an
+    instance's name holding NUL or a lone surrogate, longer than ``LIMIT`` characters, empty,
+    or not a string. Ids are compared exactly as they are stored, so such an id is refused,
+    never changed into one that may be somebody else's. ``what`` names the id ("user id")."""
+
+    #: The most characters of an id kept exactly (the ledger's indexed keys: at most 4 UTF-8
+    #: bytes each, well inside PostgreSQL's btree entry limit).
+    LIMIT = 512
+
+    def __init__(self, message: str, *, what: str = "id") -> None:
+        super().__init__(message)
+        self.what = what
+
+    def __reduce__(self) -> Any:
+        return _identifier_error, (type(self), str(self), self.what)
+
+    @classmethod
+    def check(cls, value: object, what: str = "user id", *, limit: int | None = LIMIT) -> str:
+        """``value`` as it is stored and compared (a plain ``str``), or this error saying why
+        neither database would keep it byte for byte (``limit``: the most characters; None
+        for text that is no indexed id).
+
+        Both keep any other character exactly, control characters included, so those are
+        ids like any other: compared exactly, they cannot be taken for another user's.
+        """
+        if not isinstance(value, str):
+            from expediter.core.records.text import echo
+
+            raise cls(
+                f"{what} {echo(value)} is not a string ({type(value).__name__}): an id is a "
+                "string, compared exactly as given",
+                what=what,
+            )
+        text = str.__str__(value)  # a str subclass's own equality never takes part
+        if not text:
+            raise cls(
+                f"{what} '' is empty: the empty id would be taken for no id (None); give "
+                "one with at least one character",
+                what=what,
+            )
+        problem = _unstorable(text)
+        remedy = "give one without it"
+        if problem is None and limit is not None and len(text) > limit:
+            problem = f"it has {len(text):,} characters, more than the {limit} kept"
+            remedy = "give a shorter one"
+        if problem is not None:
+            from expediter.core.records.text import echo
+
+            raise cls(
+                f"{what} {echo(text, 60)} cannot be stored exactly: {problem}; ids are "
+                f"compared exactly as stored, so it is refused rather than changed: {remedy}",
+                what=what,
+            )
+        return text
+
+
+def _unstorable(text: str) -> str | None:
+    """What of a text neither database keeps: NUL (PostgreSQL refuses it), or a lone
+    surrogate (no UTF-8 encoder takes one)."""
+    if "\x00" in text:
+        return "it holds NUL (U+0000)"
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        point = ord(text[exc.start])
+    else:
+        return None
+    # Python reads a byte that is not UTF-8 (of a command line, a file name) as U+DC80-U+DCFF.
+    byte = point - 0xDC00
+    became = f", what the undecodable byte 0x{byte:02X} becomes" if 0x80 <= byte <= 0xFF else ""
+    return f"it holds a lone surrogate (U+{point:04X}{became}), which UTF-8 cannot encode"
+
+
+def _identifier_error(kind: type[IdentifierError], message: str, what: str) -> IdentifierError:
+    """Unpickle a refused id (its ``what`` kept)."""
+    return kind(message, what=what)
 
 
 class CredentialError(ExpediterError):

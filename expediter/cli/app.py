@@ -55,7 +55,9 @@ class _Formatter(logging.Formatter):
         self.verbose = 0
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info and record.levelno < logging.ERROR and self.verbose < 1:
+        # ``exc_text`` alone: a traceback formatted with secrets hidden (``log_hidden``).
+        traceback = record.exc_info or record.exc_text
+        if traceback and record.levelno < logging.ERROR and self.verbose < 1:
             record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
         # A traceback quotes the exception's message, which a tool may have written.
         return escape(super().format(record), keep_newlines=True)
@@ -282,14 +284,16 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            from expediter.errors import ExpediterError, UnknownProvider
+            from expediter.errors import ExpediterError, IdentifierError, UnknownProvider
 
             if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
                 raise  # click reports a closed pipe itself
             if not isinstance(exc, ExpediterError | OSError):
                 raise
             state = ctx.find_object(CliState)
-            kind = _BadUsage if isinstance(exc, UnknownProvider) else click.ClickException
+            # A pack's command passing on an id no database keeps exactly: bad usage too.
+            bad_usage = isinstance(exc, UnknownProvider | IdentifierError)
+            kind = _BadUsage if bad_usage else click.ClickException
             raise kind(error_line(exc, state.config.home if state else None)) from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -9,7 +9,7 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import dump_json, echo_json, escape
-from expediter.cli.targets import check_configured, tool_target
+from expediter.cli.targets import TOOL_OR_INSTANCE, USER_ID, check_configured, tool_target
 from expediter.core.records.jsonread import read_json
 
 __all__ = ["USAGE_ERRORS", "call", "exit_code", "print_outcome"]
@@ -26,7 +26,7 @@ def exit_code(status: str, error_type: str | None) -> int:
 
 
 @click.command()
-@click.argument("tool")
+@click.argument("tool", type=TOOL_OR_INSTANCE)
 @click.argument("action")
 @click.option(
     "--args",
@@ -35,7 +35,9 @@ def exit_code(status: str, error_type: str | None) -> int:
     metavar="JSON",
     help="The arguments as a JSON object (default: {}).",
 )
-@click.option("--user", "user_id", default=None, help="Call on behalf of this user id.")
+@click.option(
+    "--user", "user_id", type=USER_ID, default=None, help="Call on behalf of this user id."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the call's event as JSON.")
 @pass_state
 def call(

@@ -8,18 +8,20 @@ No secret value is ever printed: records show secret fields as ``"***"``, and an
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import dump_json, echo_json, echo_table, escape, warn
+from expediter.cli.targets import INSTANCE_ID, INSTANCE_NAME, INSTANCE_OR_TOOL, USER_ID
 from expediter.core.records.jsonread import read_json
 
 if TYPE_CHECKING:
     from expediter.core.instances.records import StoredInstance
+    from expediter.hookspecs.tool import ConfigField
 
 __all__ = [
     "allow_network_option",
@@ -34,8 +36,17 @@ __all__ = [
 
 _SECRET_HELP = (
     "A configuration field, FIELD=VALUE; FIELD=- reads the value from standard input, "
-    "FIELD=@PATH from a file (one trailing newline removed). Repeatable."
+    "FIELD=@PATH from a file (one trailing newline removed). The value of a field that is "
+    "not a string (an object, an array, a number) is JSON. Repeatable."
 )
+#: The config field types whose ``--secret`` values are JSON, as an error names them.
+_JSON_TYPES: Final = {
+    "object": "an object",
+    "array": "an array",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+}
 
 
 def _chomp(text: str) -> str:
@@ -45,15 +56,16 @@ def _chomp(text: str) -> str:
     return text.removesuffix("\n")
 
 
-def _secret_value(field: str, value: str) -> str:
-    """The value of one ``--secret``: given, from standard input (``-``) or a file (``@PATH``)."""
+def _secret_text(field: str, value: str) -> tuple[str, str]:
+    """The text of one ``--secret`` (given, from standard input for ``-`` or a file for
+    ``@PATH``) and what an error calls where it came from."""
     if value == "-":
-        return _chomp(sys.stdin.read())
+        return _chomp(sys.stdin.read()), "standard input"
     if not value.startswith("@"):
-        return value
+        return value, "the value"
     path = Path(value[1:]).expanduser()
     try:
-        return _chomp(path.read_text(encoding="utf-8"))
+        return _chomp(path.read_text(encoding="utf-8")), f"the file {escape(str(path))}"
     except UnicodeError:
         raise click.BadParameter(
             f"the file {escape(str(path))} for {escape(repr(field))} is not UTF-8 text",
@@ -65,6 +77,45 @@ def _secret_value(field: str, value: str) -> str:
             f"{exc.strerror or type(exc).__name__}",
             param_hint="--secret",
         ) from None
+
+
+def _json_type(value: Any) -> str:
+    """What a decoded JSON value is, as an error names it (never the value itself)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    names = {dict: "an object", list: "an array", str: "a string", float: "a number"}
+    return names.get(type(value), "null")
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return _json_type(value) == _JSON_TYPES[kind]
+
+
+def _secret_value(field: str, value: str, kind: str) -> Any:
+    """The value of one ``--secret`` for a field of config type ``kind``: its text, or for a
+    type that is not a string (an object of credentials, an array) the JSON that text holds.
+    Errors name the field and the file, and give a position only: the text is a secret."""
+    text, source = _secret_text(field, value)
+    wanted = _JSON_TYPES.get(kind)
+    if wanted is None:
+        return text
+    named = f"{source} for {escape(repr(field))}"
+    try:
+        decoded = read_json(text)
+    except ValueError as exc:  # "is not valid JSON: <reason>: line L column C (char N)"
+        raise click.BadParameter(
+            f"{named} {exc}; {escape(repr(field))} takes JSON ({wanted})", param_hint="--secret"
+        ) from None
+    if not _fits(kind, decoded):
+        raise click.BadParameter(
+            f"{named} holds {_json_type(decoded)}; {escape(repr(field))} takes {wanted}",
+            param_hint="--secret",
+        )
+    return decoded
 
 
 def store_instance(
@@ -167,9 +218,13 @@ def warn_refused_url(state: CliState, url: str, networks: Sequence[str], *, what
     )
 
 
-def secret_options(options: Sequence[str]) -> dict[str, str]:
-    """The ``--secret FIELD=VALUE`` options as fields; the values are never echoed."""
-    found: dict[str, str] = {}
+def secret_options(options: Sequence[str], fields: Iterable[ConfigField] = ()) -> dict[str, Any]:
+    """The ``--secret FIELD=VALUE`` options as fields; the values are never echoed. ``fields``
+    are the tool's config fields: the value of one whose type is not ``string`` (e.g. an
+    ``object`` of credentials read from ``@creds.json``) is decoded as JSON and must be of that
+    type; any other value is text."""
+    kinds = {field.name: field.type for field in fields}
+    found: dict[str, Any] = {}
     from_stdin: str | None = None
     for option in options:
         field, equals, value = option.partition("=")
@@ -191,12 +246,26 @@ def secret_options(options: Sequence[str]) -> dict[str, str]:
                     param_hint="--secret",
                 )
             from_stdin = field
-        found[field] = _secret_value(field, value)
+        found[field] = _secret_value(field, value, kinds.get(field, "string"))
     return found
 
 
-def _config(config_json: str | None, secrets: Sequence[str]) -> dict[str, Any] | None:
-    """``--config`` and ``--secret`` as one configuration (None when neither is given)."""
+def _tool_fields(state: CliState, tool: str) -> Sequence[ConfigField]:
+    """The config fields of ``tool``, which say how ``--secret`` values are read; none when
+    it does not load (storing the instance then says why)."""
+    from expediter.errors import ToolConflict, ToolNotFound
+
+    try:
+        return state.host().tool_info(tool).config
+    except (ToolConflict, ToolNotFound):
+        return ()
+
+
+def _config(
+    config_json: str | None, secrets: Sequence[str], fields: Iterable[ConfigField] = ()
+) -> dict[str, Any] | None:
+    """``--config`` and ``--secret`` as one configuration (None when neither is given);
+    ``fields`` are the tool's (see ``secret_options``)."""
     if config_json is None and not secrets:
         return None
     config: dict[str, Any] = {}
@@ -211,7 +280,7 @@ def _config(config_json: str | None, secrets: Sequence[str]) -> dict[str, Any] |
                 f"must be a JSON object, not {type(parsed).__name__}", param_hint="--config"
             )
         config = parsed
-    for field, value in secret_options(secrets).items():
+    for field, value in secret_options(secrets, fields).items():
         if field in config:
             raise click.UsageError(
                 f"field {escape(repr(field))} is given both in --config and --secret; give it once"
@@ -259,10 +328,21 @@ def instances() -> None:
 
 @instances.command("add")
 @click.argument("tool")
-@click.option("--name", required=True, help="The instance's display name (unique per owner).")
+@click.option(
+    "--name",
+    required=True,
+    type=INSTANCE_NAME,
+    help="The instance's display name (unique per owner).",
+)
 @click.option("--config", "config_json", metavar="JSON", help="Configuration as a JSON object.")
 @click.option("--secret", "secrets", multiple=True, metavar="FIELD=VALUE", help=_SECRET_HELP)
-@click.option("--user", "user_id", default=None, help="The owner (default: shared by everyone).")
+@click.option(
+    "--user",
+    "user_id",
+    type=USER_ID,
+    default=None,
+    help="The owner (default: shared by everyone).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the new record as JSON.")
 @pass_state
 def add(
@@ -277,7 +357,7 @@ def add(
     """Store a configured instance of TOOL and print its id."""
     from expediter.errors import ToolNotFound
 
-    config = _config(config_json, secrets)
+    config = _config(config_json, secrets, _tool_fields(state, tool) if secrets else ())
     try:
         record = state.host().instances.add(tool, name, config, user_id=user_id, operator=True)
     except ToolNotFound as exc:
@@ -289,7 +369,9 @@ def add(
 
 
 @instances.command("ls")
-@click.option("--user", "user_id", default=None, help="Only this user's and the shared ones.")
+@click.option(
+    "--user", "user_id", type=USER_ID, default=None, help="Only this user's and the shared ones."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def list_instances(state: CliState, user_id: str | None, as_json: bool) -> None:
@@ -303,7 +385,7 @@ def list_instances(state: CliState, user_id: str | None, as_json: bool) -> None:
 
 
 @instances.command("show")
-@click.argument("instance_id", metavar="ID")
+@click.argument("instance_id", metavar="ID", type=INSTANCE_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def show(state: CliState, instance_id: str, as_json: bool) -> None:
@@ -316,7 +398,7 @@ def show(state: CliState, instance_id: str, as_json: bool) -> None:
 
 
 @instances.command("rm")
-@click.argument("instance_id", metavar="ID")
+@click.argument("instance_id", metavar="ID", type=INSTANCE_ID)
 @pass_state
 def remove(state: CliState, instance_id: str) -> None:
     """Delete a stored instance, with its credentials and the records its tool kept."""
@@ -325,8 +407,8 @@ def remove(state: CliState, instance_id: str) -> None:
 
 
 @instances.command("set")
-@click.argument("instance_id", metavar="ID")
-@click.option("--name", default=None, help="A new display name.")
+@click.argument("instance_id", metavar="ID", type=INSTANCE_ID)
+@click.option("--name", type=INSTANCE_NAME, default=None, help="A new display name.")
 @click.option(
     "--config",
     "config_json",
@@ -351,7 +433,8 @@ def change(
         raise click.UsageError(
             "nothing to change: give --name, --config, --secret, --enable or --disable"
         )
-    config = _config(config_json, secrets)
+    fields = _tool_fields(state, state.host().instances.get(instance_id).tool) if secrets else ()
+    config = _config(config_json, secrets, fields)
     record = state.host().instances.update(
         instance_id, name=name, config=config, enabled=enabled, operator=True
     )
@@ -368,8 +451,10 @@ def _switch(state: CliState, id_or_tool: str, user_id: str | None, *, enabled: b
 
 
 @instances.command("enable")
-@click.argument("id_or_tool", metavar="ID_OR_TOOL")
-@click.option("--user", "user_id", default=None, help="Only for this user (an opt-in).")
+@click.argument("id_or_tool", metavar="ID_OR_TOOL", type=INSTANCE_OR_TOOL)
+@click.option(
+    "--user", "user_id", type=USER_ID, default=None, help="Only for this user (an opt-in)."
+)
 @pass_state
 def enable(state: CliState, id_or_tool: str, user_id: str | None) -> None:
     """Switch an instance or a default tool on (for one user with --user); prints its id."""
@@ -377,8 +462,10 @@ def enable(state: CliState, id_or_tool: str, user_id: str | None) -> None:
 
 
 @instances.command("disable")
-@click.argument("id_or_tool", metavar="ID_OR_TOOL")
-@click.option("--user", "user_id", default=None, help="Only for this user (an opt-out).")
+@click.argument("id_or_tool", metavar="ID_OR_TOOL", type=INSTANCE_OR_TOOL)
+@click.option(
+    "--user", "user_id", type=USER_ID, default=None, help="Only for this user (an opt-out)."
+)
 @pass_state
 def disable(state: CliState, id_or_tool: str, user_id: str | None) -> None:
     """Switch an instance or a default tool off (for one user with --user); prints its id."""

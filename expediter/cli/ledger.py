@@ -10,6 +10,7 @@ import click
 
 from expediter.cli.app import CliState, error_line, pass_state
 from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
+from expediter.cli.targets import USER_ID
 from expediter.core.records.statuses import LEDGER_STATUSES
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def ledger() -> None:
 
 @ledger.command("ls")
 @click.option("--status", type=click.Choice(LEDGER_STATUSES), help="Only calls in this status.")
-@click.option("--user", "user_id", help="Only calls made on behalf of this user.")
+@click.option("--user", "user_id", type=USER_ID, help="Only calls made on behalf of this user.")
 @click.option("--tool", help="Only calls of this tool.")
 @click.option("--since", metavar="DURATION", help="Only calls in the last 45s, 30m, 1h, 2d...")
 @click.option("--limit", default=100, show_default=True, help="At most this many (0: all).")

@@ -1,9 +1,10 @@
 """What ``call`` and ``tools show`` take as TOOL: a tool's name, or a stored instance by its id,
-its name, or a unique beginning of its id (as ``instances ls`` shows it)."""
+its name, or a unique beginning of its id (as ``instances ls`` shows it); and the ids and names
+commands take (``--user``, instance ids), kept exactly as given."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,10 +14,59 @@ if TYPE_CHECKING:
     from expediter.core.host import Host
     from expediter.core.instances.records import StoredInstance
 
-__all__ = ["check_configured", "tool_target"]
+__all__ = [
+    "INSTANCE_ID",
+    "INSTANCE_NAME",
+    "INSTANCE_OR_TOOL",
+    "TOOL_OR_INSTANCE",
+    "USER_ID",
+    "Identifier",
+    "check_configured",
+    "tool_target",
+]
 
 #: How many matching instances an ambiguous name or prefix lists.
 _LISTED = 5
+
+
+class Identifier(click.ParamType[str]):
+    """An id or name given on the command line, used exactly as given: one that cannot be
+    stored exactly (NUL, a lone surrogate, as an undecodable byte of the command line becomes,
+    more than 512 characters, empty) is a usage error naming the option, never changed into
+    one that may be somebody else's (``expediter.errors.IdentifierError.check``)."""
+
+    name = "text"
+
+    def __init__(self, what: str, *, display: bool = False) -> None:
+        self.what = what
+        #: A display name: how long it may be (empty included) is the instance's own rule,
+        #: said where it is stored; only what no database keeps exactly is refused here.
+        self.display = display
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """The id, or ``click.BadParameter`` (exit status 2) saying why it is refused."""
+        from expediter.errors import IdentifierError
+
+        if self.display and value == "":
+            return ""
+        try:
+            return IdentifierError.check(
+                value, self.what, limit=None if self.display else IdentifierError.LIMIT
+            )
+        except IdentifierError as exc:
+            self.fail(escape(str(exc)), param, ctx)
+
+
+#: ``--user``: a user id (the owner, or the invoker).
+USER_ID = Identifier("user id")
+#: A stored instance's id.
+INSTANCE_ID = Identifier("instance id")
+#: ``--name``: an instance's display name.
+INSTANCE_NAME = Identifier("instance name", display=True)
+#: ``enable``/``disable``'s ID_OR_TOOL and ``run --allow``.
+INSTANCE_OR_TOOL = Identifier("instance id or tool")
+#: TOOL of ``call`` and ``tools show``: a tool's name, an instance's id, name or id prefix.
+TOOL_OR_INSTANCE = Identifier("tool or instance id")
 
 
 def _is_tool(host: Host, name: str) -> bool:

@@ -11,7 +11,7 @@ import click
 
 from expediter.cli.app import CliState, pass_state
 from expediter.cli.output import echo_json, echo_table, escape, shorten, warn
-from expediter.cli.targets import tool_target
+from expediter.cli.targets import TOOL_OR_INSTANCE, USER_ID, tool_target
 
 if TYPE_CHECKING:
     from expediter.core.discovery.catalogue import ToolInfo
@@ -302,7 +302,7 @@ def _stored_instance(host: Host, text: str) -> StoredInstance | None:
 
 
 @tools.command("show")
-@click.argument("tool", metavar="TOOL_OR_INSTANCE_ID")
+@click.argument("tool", metavar="TOOL_OR_INSTANCE_ID", type=TOOL_OR_INSTANCE)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def show_tool(state: CliState, tool: str, as_json: bool) -> None:
@@ -511,7 +511,7 @@ def providers(state: CliState, as_json: bool) -> None:
 @click.option("--provider", required=True, type=provider_choice(), help="The LLM provider.")
 @click.option("--strict", is_flag=True, help="Strict mode (OpenAI and Anthropic).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the default).")
-@click.option("--user", "user_id", default=None, help="Offer the tools of this user.")
+@click.option("--user", "user_id", type=USER_ID, default=None, help="Offer the tools of this user.")
 @pass_state
 def schema(
     state: CliState, provider: str, strict: bool, as_json: bool, user_id: str | None

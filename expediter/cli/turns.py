@@ -20,6 +20,7 @@ from expediter.cli.output import (
     shorten,
     warn,
 )
+from expediter.cli.targets import INSTANCE_OR_TOOL, USER_ID
 from expediter.cli.tools import provider_choice
 from expediter.core.records.jsonread import read_json
 from expediter.core.records.statuses import LedgerStatus
@@ -305,7 +306,13 @@ _stream_option = click.option(
 @_detected_provider_option
 @_response_option
 @_stream_option
-@click.option("--user", "user_id", default=None, help="Resolve names against this user's tools.")
+@click.option(
+    "--user",
+    "user_id",
+    type=USER_ID,
+    default=None,
+    help="Resolve names against this user's tools.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_state
 def parse(
@@ -370,7 +377,9 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
 @_detected_provider_option
 @_response_option
 @_stream_option
-@click.option("--user", "user_id", default=None, help="Run on behalf of this user id.")
+@click.option(
+    "--user", "user_id", type=USER_ID, default=None, help="Run on behalf of this user id."
+)
 @click.option(
     "--message-id",
     default=None,
@@ -384,6 +393,7 @@ def print_events(events: Sequence[Any], as_json: bool = False) -> None:
     "--allow",
     "allowlist",
     multiple=True,
+    type=INSTANCE_OR_TOOL,
     metavar="INSTANCE_OR_TOOL",
     help="In a headless run, let this instance (or tool) run without approval; repeatable.",
 )

@@ -18,6 +18,7 @@ from expediter.core.discovery import manifest
 from expediter.core.discovery.catalogue import Catalogue, Conflict, PackInfo, ToolInfo
 from expediter.core.records.calls import CallEvent, ToolCall, new_run_id
 from expediter.errors import (
+    IdentifierError,
     LedgerError,
     PluginLoadError,
     ToolConflict,
@@ -80,6 +81,19 @@ def _named(obj: object, name: str) -> bool:
         return type(obj.name) is str and obj.name == name  # type: ignore[attr-defined]
     except Exception:
         return False
+
+
+def _exact_ids(instance: ToolInstance) -> ToolInstance:
+    """An instance the application passes, its id and owner kept exactly (its records,
+    tokens and delegation are keyed by them): ``IdentifierError`` for one that cannot be."""
+    instance_id, owner_id = instance.instance_id, instance.owner_id
+    if instance_id is not None:
+        instance_id = IdentifierError.check(instance_id, "instance id")
+    if owner_id is not None:
+        owner_id = IdentifierError.check(owner_id, "owner id")
+    if instance_id is instance.instance_id and owner_id is instance.owner_id:
+        return instance
+    return attrs.evolve(instance, instance_id=instance_id, owner_id=owner_id)
 
 
 def strict_message(errors: Iterable[str]) -> str:
@@ -260,6 +274,7 @@ class Host:
                         storage=self._storage_for if self.record_calls else None,
                         egress_allow=self.config.egress_allow,
                         tokens=self._tokens_for if self.record_calls else None,
+                        tool_info=self.tool_info,
                     )
         return self._executor
 
@@ -670,9 +685,15 @@ class Host:
         application runs itself) and the ``internal`` tools named. A headless turn leaves out
         tools declared ``headless_excluded``.
 
-        A host application acting for a user runs the model's calls with ``toolset.run``."""
+        A host application acting for a user runs the model's calls with ``toolset.run``.
+        A user id, instance id or owner id that cannot be stored exactly (NUL, a lone
+        surrogate, more than 512 characters, empty) is refused with ``IdentifierError``: ids
+        are compared exactly, never changed into one that may be somebody else's."""
         from expediter.core.instances.manager import Offered
+        from expediter.core.turns.toolset import ToolInstance
 
+        if user_id is not None:
+            user_id = IdentifierError.check(user_id, "user id")
         registry = self.instances
         offered = Offered((), registry.defaults()[0])
         if self.record_calls:
@@ -686,7 +707,9 @@ class Host:
                     offered, errors=(f"stored tool instances could not be read: {exc}",)
                 )
         explicit = [
-            registry.binding(value) if isinstance(value, str) else value
+            registry.binding(value)
+            if isinstance(value, str)
+            else _exact_ids(ToolInstance.coerce(value))
             for value in instances or ()
         ]
         return self._offer().toolset(
@@ -714,17 +737,18 @@ class Host:
     ) -> Any:
         from expediter.core.calls.steps import BareTurn
 
+        if user_id is not None:
+            user_id = IdentifierError.check(user_id, "user id")
         run_id = run_id or new_run_id()
         turn = BareTurn(user_id, operator=True)
         instance_id = tool
         # Not an installed tool's name: perhaps a stored instance's id, run with its owner's
         # configuration (InstanceNotFound when it is disabled; an unknown name stays the
-        # executor's ToolNotFound).
-        binding = (
-            self.instances.lookup(tool)
-            if self.record_calls and self._catalogue.tool(tool) is None
-            else None
-        )
+        # executor's ToolNotFound). Neither can be text no database keeps exactly.
+        binding = None
+        if type(tool) is not str or self._catalogue.tool(tool) is None:
+            IdentifierError.check(tool, "tool or instance id")
+            binding = self.instances.lookup(tool) if self.record_calls else None
         if binding is not None:
             tool = binding.tool
             turn.bindings[instance_id] = binding
@@ -777,8 +801,8 @@ class Host:
         run_id: str | None = None,
         call_id: str | None = None,
     ) -> CallEvent:
-        """Async ``call``: async tools are awaited on the caller's loop, sync tools run in a
-        thread, both within the call timeout."""
+        """Async ``call``: async tools are awaited on the host's loop (as ``call`` does), sync
+        tools run in a thread, both within the call timeout."""
         executor = self.executor
         step = self._direct(tool, action, arguments, user_id, run_id, call_id)
         if step.final is not None:

@@ -16,10 +16,15 @@ from expediter.core.instances.defaults import default_instance_id, default_tools
 from expediter.core.instances.records import StoredInstance
 from expediter.core.instances.store import InstanceRow
 from expediter.core.instances.validation import check_operator_fields, validate_config
-from expediter.core.ledger.columns import stored_key
 from expediter.core.records.text import clean_text, echo
 from expediter.core.turns.toolset import ToolInstance
-from expediter.errors import ArgumentError, ConfigError, CredentialError, InstanceNotFound
+from expediter.errors import (
+    ArgumentError,
+    ConfigError,
+    CredentialError,
+    IdentifierError,
+    InstanceNotFound,
+)
 
 if TYPE_CHECKING:
     from expediter.core.discovery.catalogue import ToolInfo
@@ -69,12 +74,25 @@ class Rotation:
 
 
 def _user(user_id: Any) -> Any:
-    """A user id in the form the database keeps it (``ledger.columns.stored_key``: the same
-    form the call ledger records), ``ANY_USER`` and None as they are."""
-    return user_id if user_id is ANY_USER or user_id is None else stored_key(str(user_id))
+    """A user id exactly as given (``ANY_USER`` and None as they are): owners are compared as
+    stored, so an id the database would not keep exactly is refused (``IdentifierError``),
+    never changed into one that may be another user's."""
+    if user_id is ANY_USER or user_id is None:
+        return user_id
+    return IdentifierError.check(user_id, "user id")
+
+
+def _instance(instance_id: Any, what: str = "instance id") -> str:
+    """An instance id exactly as given, or ``IdentifierError`` (see ``_user``)."""
+    return IdentifierError.check(instance_id, what)
 
 
 def _name(value: str | None, tool: str) -> str:
+    if value:
+        # Control characters are left out of a display name below, but NUL and lone
+        # surrogates are refused like an id's: a name is what `call NAME` finds it by. Its
+        # length is the rule below.
+        IdentifierError.check(value, "instance name", limit=None)
     name = clean_text(str(value if value is not None else tool)).strip()
     if not name or len(name) > NAME_LIMIT:
         raise ArgumentError(f"an instance name is 1 to {NAME_LIMIT} characters", parameter="name")
@@ -176,7 +194,7 @@ class Instances:
     ) -> InstanceRow:
         """The configured instance a user may reach (``row``: already read)."""
         if row is None:
-            row = self._store().get(str(instance_id))
+            row = self._store().get(_instance(instance_id))
         if row is None or row.kind != "configured":
             raise InstanceNotFound(f"no tool instance {echo(instance_id)}")
         if (
@@ -359,7 +377,8 @@ class Instances:
     def _switch(self, id_or_tool: str, user_id: str | None, enabled: bool) -> str:
         store = self._store()
         user_id = _user(user_id)
-        row = store.get(str(id_or_tool))
+        id_or_tool = _instance(id_or_tool, "instance id or tool")
+        row = store.get(id_or_tool)
         if row is not None and row.kind == "configured":
             if user_id is None or row.owner_id == user_id:
                 self.update(row.id, enabled=enabled)
@@ -368,16 +387,16 @@ class Instances:
                 raise InstanceNotFound(f"no tool instance {echo(id_or_tool)}")
             store.set_setting(user_id, row.id, enabled)
             return row.id
-        default = self.default_id(str(id_or_tool)) if row is None else row.id
+        default = self.default_id(id_or_tool) if row is None else row.id
         if default is None:
             if enabled:
-                _, problems = default_tools(self._catalogue(), [str(id_or_tool)], self._tool_info)
+                _, problems = default_tools(self._catalogue(), [id_or_tool], self._tool_info)
                 if problems:
                     raise ConfigError(problems[0])
             raise InstanceNotFound(
                 f"{echo(id_or_tool)} is neither a stored instance nor a default tool"
             )
-        tool = str(id_or_tool) if row is None else row.tool
+        tool = id_or_tool if row is None else row.tool
         if user_id is not None:
             store.set_setting(user_id, default, enabled)
         else:
@@ -406,7 +425,7 @@ class Instances:
         now = time.time()
         self._store().insert(
             InstanceRow(
-                id=instance_id,
+                id=_instance(instance_id),
                 owner_id=None,
                 tool=tool,
                 name=name or tool,
@@ -568,7 +587,7 @@ class Instances:
     def lookup(self, instance_id: str, user_id: Any = ANY_USER) -> ToolInstance | None:
         """``binding``, but None when there is no such instance (one read either way)."""
         user_id = _user(user_id)
-        row = self._store().get(str(instance_id))
+        row = self._store().get(_instance(instance_id))
         if row is None or row.kind != "configured":
             return None
         row = self._row(instance_id, user_id, row=row)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, final
 import attrs
 
 from expediter.core.instances.store import RecordRow
-from expediter.core.ledger.columns import stored_key
+from expediter.core.instances.tokens import user_key
 from expediter.core.records.text import clean_text
-from expediter.errors import ArgumentError
+from expediter.errors import ArgumentError, IdentifierError
 
 if TYPE_CHECKING:
     from expediter.core.instances.store import InstanceStore
@@ -83,6 +83,16 @@ def _search_text(text: str | None, data_text: str) -> str:
     return clean_text(text if text is not None else data_text).lower()
 
 
+def _record_key(record_id: object) -> str | None:
+    """A record id as it is looked up, or None for one no record has: the storage makes its
+    ids of hex digits, and an id that cannot be kept exactly is never changed into another
+    (a tool passes on ids a model wrote, so this is "no such record", not an error)."""
+    try:
+        return IdentifierError.check(str(record_id), "record id")
+    except IdentifierError:
+        return None
+
+
 @final
 class Collection:
     """One named collection of records in one scope (instance, invoker)."""
@@ -117,7 +127,8 @@ class Collection:
 
     def get(self, record_id: str) -> Record | None:
         """One record by id, or None."""
-        row = self._store.get_record(self._scope, str(record_id))
+        key = _record_key(record_id)
+        row = None if key is None else self._store.get_record(self._scope, key)
         return None if row is None else Record._of(row)
 
     def list(
@@ -144,15 +155,17 @@ class Collection:
     ) -> Record | None:
         """Replace a record's data (and search text); None when there is no such record."""
         value, data_text = _checked(data)
-        if not self._store.update_record(
-            self._scope, str(record_id), value, _search_text(text, data_text)
+        key = _record_key(record_id)
+        if key is None or not self._store.update_record(
+            self._scope, key, value, _search_text(text, data_text)
         ):
             return None
-        return self.get(record_id)
+        return self.get(key)
 
     def delete(self, record_id: str) -> bool:
         """Remove a record; False when there is no such record."""
-        return self._store.delete_record(self._scope, str(record_id))
+        key = _record_key(record_id)
+        return key is not None and self._store.delete_record(self._scope, key)
 
 
 @final
@@ -169,10 +182,11 @@ class ToolStorage:
         anchor: Callable[[], None],
     ) -> None:
         self.store = store
-        self.instance_id = instance_id
+        self.instance_id = IdentifierError.check(instance_id, "instance id")
         self.user_id = user_id
-        #: The invoker as stored ('' for calls made without a user; the ledger's form).
-        self.user_key = "" if user_id is None else stored_key(user_id)
+        #: The invoker as stored: exactly as given, '' for calls made without a user (an id
+        #: that cannot be kept exactly is refused, never taken for another user's).
+        self.user_key = user_key(user_id)
         self.tool = tool
         self._anchor = anchor
         self._anchored = False

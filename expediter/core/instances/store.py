@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,10 +19,9 @@ from typing import Any, TypeVar, final
 
 import attrs
 
-from expediter.core.ledger.columns import column_text
 from expediter.core.ledger.database import Database, attempt, is_outage
 from expediter.core.records.convert import json_form, unstructure
-from expediter.errors import LedgerError
+from expediter.errors import IdentifierError, LedgerError
 
 __all__ = ["InstanceRow", "InstanceStore", "RecordRow", "Summary"]
 
@@ -54,15 +52,15 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
-    """Parameters both databases take: text without NUL, lone surrogates as U+FFFD (an id a
-    model or an application made up is looked up, never refused by the driver)."""
-    return tuple(
-        column_text(value, sys.maxsize)
-        if type(value) is str and not (value.isascii() and "\x00" not in value)
-        else value
-        for value in params
-    )
+def _exact(params: Sequence[Any]) -> Sequence[Any]:
+    """The parameters as they are, never changed: ids are compared as stored (a NUL dropped
+    made ``"alice\\x00"`` alice). Each id is checked where it enters (the manager, tokens,
+    storage); text neither database keeps byte for byte is still refused here, rather than
+    handed to a driver that keeps, drops or refuses it depending on the database."""
+    for value in params:
+        if type(value) is str and not (value.isascii() and "\x00" not in value):
+            IdentifierError.check(value, "value", limit=None)
+    return params
 
 
 def _changeable(row: InstanceRow) -> tuple[Any, ...]:
@@ -220,7 +218,7 @@ class InstanceStore:
                 ) from None
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        values = _storable(params)
+        values = _exact(params)
 
         def work(connection: Any) -> int:
             cursor = connection.execute(self._text(sql), values)
@@ -229,7 +227,7 @@ class InstanceStore:
         return self._run(work)
 
     def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        values = _storable(params)
+        values = _exact(params)
 
         def work(connection: Any) -> list[tuple[Any, ...]]:
             return list(connection.execute(self._text(sql), values).fetchall())

@@ -14,9 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
-from expediter.core.ledger.columns import stored_key
 from expediter.core.records.text import echo
-from expediter.errors import ArgumentError, CredentialError, InstanceNotFound
+from expediter.errors import ArgumentError, CredentialError, IdentifierError, InstanceNotFound
 
 if TYPE_CHECKING:
     from expediter.core.instances.keys import Keyring
@@ -32,9 +31,10 @@ _PAGE = 500
 
 
 def user_key(user_id: str | None) -> str:
-    """A user id as token rows keep it ('' for calls made without a user; ``tool_records``'
-    form)."""
-    return "" if user_id is None else stored_key(str(user_id))
+    """A user id as token rows keep it: exactly as given, '' for calls made without a user
+    (``tool_records``' form); ``IdentifierError`` for one that cannot be kept exactly (the
+    empty id among them), so one user's slot is never read as another's."""
+    return "" if user_id is None else IdentifierError.check(user_id, "user id")
 
 
 def token_context(instance_id: str, user: str, name: str) -> str:

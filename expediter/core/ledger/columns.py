@@ -23,7 +23,7 @@ import random
 import re
 from typing import Any, overload
 
-from expediter.core.records.text import truncate
+from expediter.core.records.text import echo, truncate
 
 __all__ = [
     "ARGUMENTS_LIMIT",
@@ -110,9 +110,12 @@ def column_text(value: str | None, limit: int = ...) -> str | None: ...
 def column_text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
     """Text for a plain text column: without NUL (PostgreSQL refuses it) or lone surrogates
     (no driver can encode them), at most ``limit`` characters (saying how many were not
-    recorded)."""
+    recorded). A value that is not text (an application's call naming its action with a
+    dict) is recorded as its quoted form, never handed to a driver that cannot bind it."""
     if type(value) is not str:
-        return value
+        if value is None:
+            return None
+        value = value.__str__() if isinstance(value, str) else echo(value)
     if not (value.isascii() and "\x00" not in value):
         value = _storable(value)
     if len(value) > limit:
@@ -131,7 +134,9 @@ def stored_key(key: str | None) -> str | None:
     looked up in: ``column_text``'s, and when longer than ``KEY_LIMIT``, its beginning and a
     digest of the whole (two long keys stay two keys). The same key always has the same
     form, a stored form is its own, and ``KEY#dup-N`` is stored as KEY's form and ``#dup-N``
-    (so a duplicate of a key at the limit is found by its key too)."""
+    (so a duplicate of a key at the limit is found by its key too). A call's user id is
+    identity: it reaches the ledger checked (``IdentifierError.check`` refuses one this would
+    change), so its form is itself."""
     if type(key) is not str:
         return key
     if not (key.isascii() and "\x00" not in key):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from expediter.core.ledger.columns import column_text, stored_key
 from expediter.core.ledger.records import LedgerRow, ToolStats
 from expediter.core.ledger.waiting import FINAL_STATUSES, sleeper_for, wait_for
+from expediter.errors import IdentifierError
 
 if TYPE_CHECKING:
     from expediter.core.ledger.database import Database
@@ -53,6 +54,10 @@ class LedgerReads:
         """Rows newest first, filtered; ``since`` is seconds ago; ``limit=0`` for all."""
         from expediter.core.ledger import queries
 
+        if user_id is not None:
+            # Identity is compared exactly: a filter no call's user id can equal is refused,
+            # never turned into another user's (``stored_key`` would drop a NUL).
+            user_id = IdentifierError.check(user_id)
         query, params = queries.rows(
             status=status,
             user_id=stored_key(user_id),

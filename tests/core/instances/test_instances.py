@@ -20,7 +20,7 @@ from expediter.core.instances.keys import EXAMPLE_KEY, Keyring, generate_key
 from expediter.core.instances.store import InstanceStore
 from expediter.core.ledger.database import Database
 from expediter.core.records.calls import ToolCall
-from expediter.errors import ConfigError, CredentialError, InstanceNotFound
+from expediter.errors import ConfigError, CredentialError, IdentifierError, InstanceNotFound
 
 SECRET_A = "sk-alice-home-7f3a9c1d2e"
 SECRET_B = "sk-alice-work-0b8e4d6a5f"
@@ -449,21 +449,25 @@ def test_a_turn_during_a_database_outage_offers_the_default_tools(tmp_path: Path
 
 
 @pytest.mark.parametrize("user", ["a\x00b", "x\ud800y", "u" * 5000])
-def test_hostile_user_and_instance_ids_are_stored_and_looked_up_never_refused_by_the_driver(
+def test_hostile_user_and_instance_ids_are_refused_never_changed_nor_left_to_the_driver(
     make_host: Callable[..., Host], user: str
 ) -> None:
+    # tests/core/instances/test_exact_identity.py tries every such form on every operation.
     host = make_host(builtins=True)
-    added = host.instances.add("weather", "n\x00ame\ud800", {"api_key": SECRET_A}, user_id=user)
-    assert added.id in _offered_ids(host, user)
-    assert host.call(added.id, "forecast", {"city": "x"}, user_id=user).status == "completed"
-    note = host.call("notes", "add", {"text": "hostile"}, user_id=user)
-    assert note.status == "completed", note.error
-    assert host.call("notes", "list", {}, user_id=user).result["count"] == 1
-    host.instances.disable("clock", user_id=user)
-    assert "now" not in _names(host, user)
-    with pytest.raises(InstanceNotFound):
+    with pytest.raises(IdentifierError):
+        host.instances.add("weather", "n", {"api_key": SECRET_A}, user_id=user)
+    with pytest.raises(IdentifierError):
+        host.toolset(user_id=user)
+    with pytest.raises(IdentifierError):
+        host.call("notes", "add", {"text": "hostile"}, user_id=user)
+    with pytest.raises(IdentifierError):
+        host.instances.disable("clock", user_id=user)
+    with pytest.raises(IdentifierError):
         host.instances.get("\x00\ud800" + "i" * 5000)
-    assert host.call("\x00\ud800", "a", {}, user_id=user).error_type == "ToolNotFound"
+    with pytest.raises(IdentifierError):
+        host.call("\x00\ud800", "a", {})
+    assert host.instances.list() == []
+    assert host.ledger.rows(limit=0) == []
 
 
 def test_listed_default_tools_come_in_catalogue_order_whatever_order_they_are_named_in(

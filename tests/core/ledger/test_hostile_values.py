@@ -20,6 +20,7 @@ import expediter
 from expediter.core.ledger import Ledger, Proposal
 from expediter.core.ledger.columns import ARGUMENTS_LIMIT, KEY_LIMIT, stored_key
 from expediter.core.ledger.repository import INSERT_ORDER
+from expediter.errors import IdentifierError
 
 #: Strings a model or a tool may produce that a database cannot take as they are.
 HOSTILE_TEXT = {
@@ -83,7 +84,14 @@ def test_a_hostile_text_column_still_gets_one_final_row(
     assert getattr(row, column) == storable(value)
     assert ledger.get(columns["key"]) == row
     if column == "user_id":
-        assert ledger.rows(user_id=value) == [row]
+        # The row is kept as it could be stored; filtering by an id no call's user id can
+        # equal is refused (identity is compared exactly, never cleaned into another's).
+        assert ledger.rows(user_id=storable(value)) == [row]
+        if storable(value) != value:
+            with pytest.raises(IdentifierError):
+                ledger.rows(user_id=value)
+        else:
+            assert ledger.rows(user_id=value) == [row]
 
 
 @pytest.mark.parametrize("hostile", sorted(HOSTILE_VALUES))
@@ -325,11 +333,16 @@ def test_a_host_records_a_call_with_hostile_arguments_and_result(
 ) -> None:
     host = ledger_host(migrated_url, tmp_path / "host", echo_back)
     try:
+        # A user id is identity, never cleaned: one no database keeps exactly is refused
+        # before the call (tests/core/instances/test_exact_identity.py); a control character
+        # is kept as it is.
+        with pytest.raises(IdentifierError):
+            host.call("echo_back", "echo_back", {"text": "x"}, user_id="ann\x00")
         event = host.call(
             "echo_back",
             "echo_back",
             {"text": "a\x00b\ud800"},
-            user_id="ann\x00",
+            user_id="ann\x1b",
             run_id="r\x00",
             call_id="c\ud800",
         )
@@ -338,7 +351,14 @@ def test_a_host_records_a_call_with_hostile_arguments_and_result(
         assert len(rows) == 1
         row = rows[0]
         assert row.status == "executed"
+        assert row.user_id == "ann\x1b"
         assert host.ledger.get(event.key) == row
         assert row.arguments == {"text": "ab\ufffd"}
+        # A filter is identity too: compared exactly, never cleaned into another user's.
+        assert host.ledger.rows(user_id="ann\x1b") == [row]
+        assert host.ledger.rows(user_id="ann") == []
+        for other in ("ann\x1b\x00", "ann\x00\x1b", "ann\x1b\ud800"):
+            with pytest.raises(IdentifierError):
+                host.ledger.rows(user_id=other)
     finally:
         host.close()

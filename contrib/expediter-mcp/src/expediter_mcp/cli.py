@@ -27,13 +27,14 @@ from expediter.cli.instances import (
     warn_refused_url,
 )
 from expediter.cli.output import echo_json, echo_table, escape
-from expediter_mcp.config import AUTH_MODES, SECRET_FIELDS, TRANSPORTS
+from expediter_mcp.config import AUTH_MODES, FIELDS, SECRET_FIELDS, TRANSPORTS
 
 __all__ = ["mcp"]
 
 _SECRET_HELP = (
     "A secret field: token=T (bearer), api_key=K, password=P (basic), client_secret=S "
-    "(oauth); FIELD=- reads standard input, FIELD=@PATH a file. Repeatable."
+    "(oauth), secret_headers=JSON; FIELD=- reads standard input, FIELD=@PATH a file. "
+    "Repeatable."
 )
 
 
@@ -103,7 +104,8 @@ def add_command(
     networks = network_options(allow_networks)
     if networks:
         config["allow_networks"] = networks
-    values = secret_options(secrets)
+    # The secret fields' types: secret_headers=@FILE is read as a JSON object.
+    values = secret_options(secrets, [field for field in FIELDS if field.secret])
     unknown = sorted(set(values) - set(SECRET_FIELDS))
     if unknown:
         raise click.BadParameter(

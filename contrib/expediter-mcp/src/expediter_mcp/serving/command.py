@@ -24,8 +24,9 @@ _TOKEN_HELP = (
 _EPILOG = (
     "The token comes from --token-file, else --token, else the environment variable "
     "EXPEDITER_SERVE_TOKEN. Without a token the server listens only on a loopback address. "
-    "A call that needs approval is refused with the command that approves it (expediter "
-    "approve KEY), unless --approval-wait gives the seconds to wait for that decision. A stored "
+    "A call that needs approval is refused, telling the client that an operator decides; the "
+    "server logs its key (expediter approve KEY, expediter deny KEY; expediter approvals ls "
+    "lists it too), and --approval-wait gives the seconds to wait for that decision. A stored "
     "instance that cannot be offered is logged once, with the reason (`expediter -v serve "
     "--mcp` adds the traceback)."
 )
@@ -87,7 +88,7 @@ def _http_only_given(ctx: click.Context) -> list[str]:
     default=None,
     metavar="SECONDS",
     help="Wait this long for a decision on a call that needs approval, then answer with "
-    "its outcome (default: refuse it at once, naming `expediter approve KEY`).",
+    "its outcome (default: refuse it at once).",
 )
 @pass_state
 @click.pass_context
@@ -109,6 +110,8 @@ def serve(
 
     if not mcp:
         raise click.UsageError("say what to serve: --mcp (the only server today)")
+    if user_id is not None:
+        user_id = _user(user_id)
     if transport == "stdio":
         extra = _http_only_given(ctx)
         if extra:
@@ -135,6 +138,17 @@ def serve(
                 "put a TLS-terminating proxy in front of it"
             )
     _serve(state, transport, bind_host, port, path, user_id, secret, approval_wait)
+
+
+def _user(user_id: str) -> str:
+    """The ``--user`` id exactly as given: one the host would refuse (NUL, an undecodable
+    byte, more than 512 characters, empty) is a usage error now, before anything listens."""
+    from expediter.errors import IdentifierError
+
+    try:
+        return IdentifierError.check(user_id, "user id")
+    except IdentifierError as exc:
+        raise click.BadParameter(escape(str(exc)), param_hint="--user") from None
 
 
 def _serve(
