@@ -85,7 +85,7 @@ def test_two_users_with_their_own_tokens_never_share_a_session(
     assert ann_port != bob_port  # separate sessions, separate connections
 
 
-def test_arun_uses_sessions_of_the_callers_loop(
+def test_arun_and_run_share_the_sessions_of_the_hosts_loop(
     host: Any, add_instance: Any, http_server: Any
 ) -> None:
     record = add_instance(http_server.url)
@@ -115,9 +115,23 @@ def test_arun_uses_sessions_of_the_callers_loop(
         (e.call_id, e.name, e.error) for e in first + second
     ]
     ports = [[e.result["structured_content"]["port"] for e in run] for run in (first, second)]
-    assert ports[0][0] == ports[0][1]  # reused within one loop
-    assert ports[1][0] == ports[1][1]
-    assert ports[0][0] != ports[1][0]  # another loop, another session
+    # Async tools run on the host's loop whichever loop calls: one session for every call,
+    # the sync path's included.
+    assert ports[0] == ports[1] == [ports[0][0]] * 2
+    (event,) = toolset.run(
+        [
+            expediter.ToolCall(
+                call_id="s",
+                name=name,
+                arguments={},
+                instance_id=record.id,
+                tool="mcp",
+                action="whoami",
+            )
+        ],
+        message_id="m-sync",
+    )
+    assert event.result["structured_content"]["port"] == ports[0][0]
 
 
 def _sha(text: str) -> str:

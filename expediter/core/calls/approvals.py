@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from expediter.core.calls.executor import CLIENT_SIDE, Executor
 from expediter.core.calls.results import model_copy
-from expediter.core.calls.steps import BareTurn, Step
+from expediter.core.calls.steps import BareTurn, Step, hide_secrets
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.statuses import EVENT_STATUS_OF, CallStatus, EventStatus
 from expediter.core.turns.toolset import ToolInstance
@@ -261,6 +261,7 @@ class Approvals:
         return executor.execute(step)
 
     def _deny(self, row: LedgerRow, step: Step, approver: str | None, message: str) -> CallEvent:
+        message = hide_secrets(step, message)  # it may quote a policy or a tool's error
         self._decide(row, "denied", approver, message)
         self.executor.withheld.forget(row.key)
         event = self.executor.event(

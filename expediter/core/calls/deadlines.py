@@ -6,6 +6,11 @@ call cancelled before that never starts. An async tool is bounded from the momen
 its loop, and cancelled at the deadline without waiting for it (a tool may ignore
 cancellation). Either way the call is reported failed at once, and whatever the tool still
 returns or raises is handed to ``on_late`` once that failure is recorded (``settle``).
+
+A tool left running is held until it ends: an event loop holds its tasks only weakly, so a task
+whose tool ignored its cancellation and waits on something nothing else holds would otherwise
+be collected mid-flight ("Task was destroyed but it is pending!"), its side effect cut short and
+its late result never recorded.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ class Deadlines:
         #: Each call must finish within this many seconds (None: no deadline).
         self.timeout = timeout
         self._on_late = on_late
+        #: The work of abandoned calls still running, held until it ends (see the module's
+        #: docstring); each removes itself when done, on its own loop.
+        self._adrift: set[asyncio.Future[Any]] = set()
 
     async def in_thread(self, step: Step, invoke: Callable[[Step], Any]) -> Any:
         """Run ``invoke(step)`` (a sync tool) on a worker thread, bounded from the moment the
@@ -109,6 +117,9 @@ class Deadlines:
         with _LATE:
             step.unsettled = True
         if work is not None:
+            if not work.done():
+                self._adrift.add(work)
+                work.add_done_callback(self._adrift.discard)
             work.add_done_callback(functools.partial(self._late, step))
 
     def settle(self, step: Step) -> None:

@@ -1,4 +1,7 @@
-"""A private event loop on a background thread, so synchronous callers can run async tools."""
+"""A private event loop on a background thread: every async tool runs there, for synchronous
+callers (``run``, ``call``) and asynchronous ones (``arun``, ``acall``) alike, so a tool that
+ignores its cancellation or blocks its loop never holds the caller's own event loop (nor its
+``asyncio.run`` at shutdown, which waits for every task left on it)."""
 
 from __future__ import annotations
 
@@ -51,6 +54,14 @@ class BackgroundLoop:
         except BaseException:
             future.cancel()
             raise
+
+    async def arun(self, awaitable: Awaitable[T]) -> T:
+        """Await an awaitable on the loop from another loop. Cancelling the caller cancels it
+        there; the caller's context variables are the ones it sees."""
+        loop = self._start()
+        if asyncio.get_running_loop() is loop:
+            return await awaitable
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_await(awaitable), loop))
 
     def close(self) -> None:
         """Stop the loop and its thread."""

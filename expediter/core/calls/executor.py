@@ -39,10 +39,17 @@ from expediter.core.calls.results import (
     outcome_from_exception,
     outcome_of,
 )
-from expediter.core.calls.steps import Step, Turn, Withheld, owner_of, recorded_arguments
+from expediter.core.calls.steps import (
+    Step,
+    Turn,
+    Withheld,
+    call_secrets,
+    owner_of,
+    recorded_arguments,
+)
 from expediter.core.records.calls import CallEvent, EventStatus, ToolCall, new_run_id
 from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
-from expediter.core.records.redaction import hide_values
+from expediter.core.records.redaction import config_secrets, hide_values, log_hidden
 from expediter.core.records.statuses import PAUSED_EVENT_STATUSES
 from expediter.core.records.text import echo
 from expediter.errors import ArgumentError, LedgerError
@@ -51,6 +58,7 @@ from expediter.hookspecs.tool import CallContext, Decision, ToolResult
 if TYPE_CHECKING:
     from expediter.core.calls.eventloop import BackgroundLoop
     from expediter.core.calls.results import Outcome
+    from expediter.core.discovery.catalogue import ToolInfo
     from expediter.core.discovery.hooks import HostHooks
     from expediter.core.discovery.loading import LoadedTool, LoadedTools
     from expediter.core.ledger import Ledger
@@ -66,6 +74,11 @@ CLIENT_SIDE = "client_side"
 OPERATOR = "operator"
 #: Results that are JSON as they are and need no cleaning.
 _PLAIN = frozenset({int, bool, type(None)})
+
+
+#: A call's fields that name things: text (or None) by the time the ledger sees them.
+_CALL_TEXTS = ("call_id", "name", "tool", "action", "instance_id")
+_TEXTS = frozenset({str, type(None)})
 
 
 @final
@@ -84,8 +97,12 @@ class Executor:
         storage: Callable[[Step], Any] | None = None,
         egress_allow: tuple[str, ...] = (),
         tokens: Callable[[Step], Any] | None = None,
+        tool_info: Callable[[str], ToolInfo] | None = None,
     ) -> None:
         self.loaded_tools = loaded_tools
+        #: What the catalogue knows of a tool (its declared secret fields, for a configuration
+        #: whose tool could not be loaded); None: only secret-looking names are known.
+        self.tool_info = tool_info
         self.hooks = hooks
         #: Opens (once) and returns the ledger; None when calls are not recorded.
         self.ledger = ledger
@@ -160,7 +177,8 @@ class Executor:
     ) -> AsyncIterator[CallEvent]:
         """Run the calls concurrently; yield their events in call order (one per call).
         Closing the iteration early cancels the calls still running; a call that has not
-        started by then never starts."""
+        started by then never starts, and one that had already ended is recorded as it
+        ended."""
         run_id = run_id or new_run_id()
         prefix = key_prefix(message_id, run_id)
         seen: dict[str, int] = {}
@@ -204,19 +222,36 @@ class Executor:
                 finished.add(index)
                 yield self.emit(event)
         finally:
+            interrupted: ToolExit | None = None
             for index, task in tasks.items():
-                if index not in finished:
-                    task.cancel()
-                    step = steps[index]
-                    self.deadlines.abandon(step)  # a thread that has not started it never will
-                    self.finish(
-                        step,
-                        exc=asyncio.CancelledError(
-                            "the turn was cancelled"
-                            if step.started is not None
-                            else "the turn was cancelled before the call started; it was not run"
-                        ),
-                    )
+                if index in finished:
+                    continue
+                step = steps[index]
+                if task.done() and not task.cancelled():
+                    # It ended before the turn was closed: its row says how (the ledger never
+                    # says "cancelled" of a call that ran), and its exception is retrieved.
+                    ended = task.exception()
+                    if ended is None:
+                        self.finish(step, task.result(), self.deadlines.overrun(step))
+                    elif isinstance(ended, ToolExit):
+                        self.finish(step, exc=ended)
+                        if ended.interrupted and interrupted is None:
+                            interrupted = ended
+                    else:
+                        self.finish(step, exc=self.deadlines.explain(ended))
+                    continue
+                task.cancel()
+                self.deadlines.abandon(step)  # a thread that has not started it never will
+                self.finish(
+                    step,
+                    exc=asyncio.CancelledError(
+                        "the turn was cancelled"
+                        if step.started is not None
+                        else "the turn was cancelled before the call started; it was not run"
+                    ),
+                )
+            if interrupted is not None:
+                raise KeyboardInterrupt from interrupted.original
 
     # -- one call, before it runs ---------------------------------------------------------------
 
@@ -242,7 +277,14 @@ class Executor:
         try:
             return self._begin(step)
         except Exception as exc:
-            logger.error("preparing call %s failed", echo(step.key), exc_info=exc)
+            log_hidden(
+                logger,
+                logging.ERROR,
+                "preparing call %s failed",
+                echo(step.key),
+                secrets=call_secrets(step),
+                exc=exc,
+            )
             message = f"expediter could not run the call: {type(exc).__name__}: " + echo(
                 exception_text(exc)
             )
@@ -252,6 +294,21 @@ class Executor:
 
     def _begin(self, step: Step) -> Step:
         call, turn = step.call, step.turn
+        names = (call.call_id, call.name, call.tool, call.action, call.instance_id)
+        if not _TEXTS.issuperset(map(type, names)):  # one check for the common call
+            odd = {f: v for f, v in zip(_CALL_TEXTS, names, strict=True) if type(v) not in _TEXTS}
+            # An application's hand-built call naming things with other values: a str subclass
+            # is the text it holds; anything else is refused, and recorded as its quoted form
+            # (no database driver binds a dict).
+            texts: dict[str, Any] = {
+                f: str.__str__(v) if isinstance(v, str) else echo(v) for f, v in odd.items()
+            }
+            call = step.call = attrs.evolve(call, **texts)
+            wrong = [f"{f} ({type(v).__name__})" for f, v in odd.items() if not isinstance(v, str)]
+            if wrong:
+                return self._refuse(
+                    step, "the call's names must be text, not: " + ", ".join(wrong), "InvalidCall"
+                )
         if call.instance_id is None or call.action is None:
             return self._refuse(step, turn.unknown_name(call), "ToolNotFound")
         if call.error is not None:
@@ -327,16 +384,23 @@ class Executor:
                     call.tool or "", step.turn.user_id, instance_id=call.instance_id
                 )
             else:
-                loaded = self.loaded_tools.load(
-                    call.tool or "",
-                    step.turn.user_id,
-                    instance_id=call.instance_id,
-                    config=binding.snapshot,
-                    owner_id=binding.owner_id,
-                    digest=binding.config_digest
-                    if binding.snapshot is not binding.config
-                    else None,
-                )
+                try:
+                    loaded = self.loaded_tools.load(
+                        call.tool or "",
+                        step.turn.user_id,
+                        instance_id=call.instance_id,
+                        config=binding.snapshot,
+                        owner_id=binding.owner_id,
+                        digest=binding.config_digest
+                        if binding.snapshot is not binding.config
+                        else None,
+                    )
+                except Exception:
+                    # A tool that cannot be made from its configuration may say why by quoting
+                    # it: its secrets are hidden from that error as a loaded tool's are.
+                    step.config_secrets = self.config_secrets(call.tool, binding.snapshot)
+                    step.secrets = None
+                    raise
         step.loaded = loaded
         timeout = self.call_timeout
         step.deadline = None if timeout is None else time.time() + timeout
@@ -348,7 +412,19 @@ class Executor:
                 actions = loaded.actions(self.context(step))
             found = actions.get(step.action or "")
             step.spec = found if found is not None and found.active else None
+        step.secrets = None  # its tool and action are known: so are its secrets
         return step
+
+    def config_secrets(self, tool: str | None, config: Mapping[str, Any] | None) -> frozenset[str]:
+        """The secret texts of a configuration of ``tool``: its declared secret fields (as the
+        catalogue knows them) and its secret-looking ones."""
+        fields: tuple[Any, ...] = ()
+        if config and self.tool_info is not None and tool:
+            try:
+                fields = self.tool_info(tool).config
+            except Exception as exc:  # a tool that is gone: its secret-looking fields only
+                logger.debug("the configuration fields of %s are unknown: %s", tool, exc)
+        return config_secrets(config, fields)
 
     def context(self, step: Step) -> CallContext:
         """The call's context, built on first use (a tool that reads none never pays for it)."""
@@ -380,8 +456,15 @@ class Executor:
             try:
                 names = [n for n, a in step.loaded.actions(self.context(step)).items() if a.active]
                 available = ", ".join(names) or "none"
-            except Exception:
-                logger.debug("listing the actions of %s failed", step.tool, exc_info=True)
+            except Exception as exc:
+                log_hidden(
+                    logger,
+                    logging.DEBUG,
+                    "listing the actions of %s failed",
+                    step.tool,
+                    secrets=call_secrets(step),
+                    exc=exc,
+                )
         return f"tool {step.tool!r} has no action {step.action!r} (available: {available})"
 
     def decide(self, step: Step) -> Decision:
@@ -408,7 +491,14 @@ class Executor:
                 answers = self.hooks.policies(step.call, action, context)
                 decisions.extend(as_decision(answer) for answer in answers)
         except Exception as exc:
-            logger.error("deciding on %s failed; approval required", step.call.name, exc_info=exc)
+            log_hidden(
+                logger,
+                logging.ERROR,
+                "deciding on %s failed; approval required",
+                step.call.name,
+                secrets=call_secrets(step),
+                exc=exc,
+            )
             return Decision.ask(
                 f"the decision could not be made ({type(exc).__name__}: {exc})", forced=True
             )
@@ -497,8 +587,8 @@ class Executor:
         return self.emit(self.finish(step, value))
 
     async def aexecute(self, step: Step) -> CallEvent:
-        """Async ``execute`` on the caller's loop: sync tools in a thread, both within the
-        deadline."""
+        """Async ``execute``: sync tools in a thread, async ones on the host's loop, both within
+        the deadline."""
         self._pending(step)
         try:
             value = await self._ainvoke(step)
@@ -535,7 +625,7 @@ class Executor:
             step.ended = time.perf_counter()  # an awaitable's end is set where it is awaited
 
     async def _ainvoke(self, step: Step) -> Any:
-        """Run the tool: sync tools in a thread, async ones on this loop. The deadline starts
+        """Run the tool: sync tools in a thread, async ones on the host's loop. The deadline starts
         when the tool starts (waiting for a free thread does not count); a call cancelled
         before its thread picked it up never starts. A call that times out or is cancelled
         has its context's ``cancel_event`` set, so a thread still running can see
@@ -552,7 +642,10 @@ class Executor:
             else:
                 value = await self.deadlines.in_thread(step, self._invoke)
             if hasattr(value, "__await__"):
-                value = await self.deadlines.bounded(step, value)
+                # On the host's loop, as in ``execute``: at the deadline this caller is told
+                # at once, and a tool that ignores its cancellation keeps running there, not
+                # on the caller's loop (whose shutdown would wait for it).
+                value = await self._loop().arun(self.deadlines.bounded(step, value))
         except BaseException:
             cancel.set()
             raise
@@ -563,64 +656,72 @@ class Executor:
         try:
             self.recorder.late(step, self._outcome(step, value, exc))
         except Exception as problem:
-            logger.error("the late result of %s: %s", echo(step.key), problem)
+            log_hidden(
+                logger,
+                logging.ERROR,
+                "the late result of %s: %s",
+                echo(step.key),
+                problem,
+                secrets=call_secrets(step),
+            )
 
     # -- endings ----------------------------------------------------------------------------------
 
     def finish(self, step: Step, value: Any = None, exc: BaseException | None = None) -> CallEvent:
-        """Normalize the result, record it, and build the final event."""
-        loaded = step.loaded
-        secrets = None if loaded is None else loaded.secret_values
+        """Normalize the result, record it, and build the final event (the call's secrets
+        hidden from both: ``event`` and the recorder hide them)."""
         if (
             exc is None
             and type(value) in _PLAIN
             and not self._normalizes
-            and not secrets
             and (type(value) is not int or SMALLEST_INT < value < LARGEST_INT)
         ):
-            # Nothing to normalize or clean: skips building an Outcome (the turn budget).
-            ok, result, detail = True, value, None
+            # Nothing to normalize, clean or hide: skips building an Outcome (the turn budget).
+            ok, detail = True, None
             event = self.event(step, "completed", result=value)
         else:
             outcome = self._outcome(step, value, exc)
-            ok, result, error = outcome.ok, outcome.value, outcome.error
-            detail = outcome.detail
-            if secrets:
-                # A tool that echoes its own credentials never shows them to anyone.
-                result, error = hide_values(result, secrets), hide_values(error, secrets)
+            ok, detail = outcome.ok, outcome.detail
             event = self.event(
                 step,
                 "completed" if ok else "error",
-                result=result,
-                error=error,
+                result=outcome.value,
+                error=outcome.error,
                 error_type=outcome.error_type,
                 note=outcome.note,
             )
         if step.attempt is not None:
-            recorded = (
-                event.error
-                if detail is None
-                else clean_text(hide_values(detail, secrets or frozenset()))
-            )
-            self.recorder.finish(step, ok, result, recorded, event.duration_ms)
+            recorded = event.error if detail is None else clean_text(detail)
+            self.recorder.finish(step, ok, event.result, recorded, event.duration_ms)
         if step.unsettled:
             self.deadlines.settle(step)
         return event
 
     def _outcome(self, step: Step, value: Any, exc: BaseException | None) -> Outcome:
+        """The outcome of what the tool returned or raised (its texts not hidden yet: the
+        event and the recorder hide them; what is logged here is hidden here)."""
+        secrets = call_secrets(step)
+        of = functools.partial(
+            outcome_of, tool=step.tool, action=step.action, log=logger, secrets=secrets
+        )
         if isinstance(exc, TimeoutError) and value is not None:
             # An overrun keeps what the tool returned in the ledger copy.
-            outcome = outcome_of(None, exc, tool=step.tool, action=step.action, log=logger)
-            kept = outcome_of(value, None, tool=step.tool, action=step.action, log=logger)
-            return attrs.evolve(outcome, value=kept.value)
+            return attrs.evolve(of(None, exc), value=of(value, None).value)
         if exc is None and self.hooks.has_hook("normalize_result"):
             try:
                 normalized = self.hooks.normalize(step.tool, step.action, value)
                 if isinstance(normalized, ToolResult):
                     value = normalized
             except Exception as problem:
-                logger.error("normalize_result failed for %s", step.key, exc_info=problem)
-        return outcome_of(value, exc, tool=step.tool, action=step.action, log=logger)
+                log_hidden(
+                    logger,
+                    logging.ERROR,
+                    "normalize_result failed for %s",
+                    step.key,
+                    secrets=secrets,
+                    exc=problem,
+                )
+        return of(value, exc)
 
     def _refuse(self, step: Step, message: str, error_type: str, detail: str | None = None) -> Step:
         """A call that never runs; the ledger row gets ``detail`` (what the operator may
@@ -663,7 +764,16 @@ class Executor:
         reason: str | None = None,
         note: str | None = None,
     ) -> CallEvent:
-        """The event of a step: final ones carry how long the tool ran (0 if it never did)."""
+        """The event of a step: final ones carry how long the tool ran (0 if it never did).
+        Every text and value in it has the call's secrets hidden (``call_secrets``)."""
+        arguments = recorded_arguments(step)  # first: it knows the common call's secrets fast
+        secrets = step.secrets
+        if secrets is None:
+            secrets = call_secrets(step)
+        if secrets:
+            # A tool that echoes its credentials, or an error quoting a secret argument, never
+            # shows them to anyone.
+            result, error, reason, note = hide_values((result, error, reason, note), secrets)
         duration_ms = None
         if status not in PAUSED_EVENT_STATUSES:
             started = step.started
@@ -679,7 +789,7 @@ class Executor:
             name=step.call.name,
             tool=step.tool,
             action=step.action,
-            arguments=recorded_arguments(step),
+            arguments=arguments,
             result=result,
             error=None if error is None else clean_text(error),
             error_type=error_type,

@@ -1,6 +1,7 @@
 """Recording a call in the ledger: its proposal, a refusal or denial that never ran, a pause,
 its result, and a result that came late. A ledger that cannot take a write that is not the
-proposal is logged, never raised: the call's event still goes out."""
+proposal is logged, never raised: the call's event still goes out. Every text and value
+written has the call's secrets hidden (``steps.call_secrets``), whoever wrote it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from typing import TYPE_CHECKING, Any, final
 from expediter.core.calls.steps import (
     Step,
     Withheld,
+    call_secrets,
     delegated_from,
+    hide_secrets,
     owner_of,
     recorded_arguments,
     resume_request,
 )
+from expediter.core.records.redaction import log_hidden
 from expediter.core.records.text import echo
 
 if TYPE_CHECKING:
@@ -79,7 +83,7 @@ class Recorder:
             request=request,
             lease=lease,
             decision=step.decision,
-            reason=step.reason,
+            reason=hide_secrets(step, step.reason),
             delegated_from=delegation,
         )
 
@@ -87,6 +91,7 @@ class Recorder:
         """A call that never runs: propose it, then move it to ``failed`` or ``denied``."""
         if self.ledger is None:
             return
+        reason = hide_secrets(step, reason)
         try:
             attempt = self.propose(step, lease=False)
             if attempt.created is False:
@@ -103,13 +108,14 @@ class Recorder:
                     reason=reason,
                 )
         except Exception as exc:
-            logger.error("the ledger could not record %s: %s", echo(step.key), exc)
+            self._not_recorded(step, exc)
 
     def park(self, step: Step, decision: str, reason: str | None) -> None:
         """Pause a call: ``awaiting_approval``, so any worker can resume it (LedgerError when
         it cannot be recorded)."""
         if self.ledger is None:
             return
+        reason = hide_secrets(step, reason)
         attempt = self.propose(step, lease=False, reason=reason, paused=True)
         if attempt.created is not False:
             self._ledger().decide(
@@ -126,12 +132,26 @@ class Recorder:
     ) -> None:
         """How the call's attempt ended: ``executed`` or ``failed``."""
         assert step.attempt is not None
+        if call_secrets(step):
+            result, error = hide_secrets(step, (result, error))
         try:
             self._ledger().finish(
                 step.attempt, ok=ok, result=result, error=error, duration_ms=duration_ms
             )
         except Exception as problem:
-            logger.error("the ledger could not record %s: %s", echo(step.key), problem)
+            self._not_recorded(step, problem)
+
+    @staticmethod
+    def _not_recorded(step: Step, problem: Exception) -> None:
+        """Log a write the ledger refused (its message may quote what was written)."""
+        log_hidden(
+            logger,
+            logging.ERROR,
+            "the ledger could not record %s: %s",
+            echo(step.key),
+            problem,
+            secrets=call_secrets(step),
+        )
 
     def late(self, step: Step, outcome: Outcome) -> None:
         """A result that came after the call was reported failed: recorded on its row, marked

@@ -14,6 +14,7 @@ from expediter.core.authoring.conversion import NotJSON, to_json_value
 # ``clean_text``, ``model_copy`` and ``sanitize`` live in ``core.records.text``; they stay
 # importable from here, where the executor has always found them.
 from expediter.core.records.limits import LARGEST_INT, SMALLEST_INT
+from expediter.core.records.redaction import log_hidden
 from expediter.core.records.text import clean_text, json_text, model_copy, sanitize
 from expediter.errors import ActionNotFound, ArgumentError, EgressBlocked, LedgerError, ToolNotFound
 from expediter.hookspecs.tool import ToolError, ToolResult
@@ -215,9 +216,11 @@ def outcome_of(
     tool: str | None,
     action: str | None,
     log: logging.Logger,
+    secrets: frozenset[str] = frozenset(),
 ) -> Outcome:
     """Normalize what a call returned or raised (a value that cannot be normalized counts as
-    raised); a crash is logged to ``log`` with its traceback."""
+    raised); a crash is logged to ``log`` with its traceback, ``secrets`` hidden from both
+    (the outcome's texts are the caller's to hide)."""
     if exc is None:
         try:
             return outcome_from_value(value)
@@ -230,12 +233,15 @@ def outcome_of(
             False, error=type(exc).__name__, error_type=type(exc).__name__, crashed=True
         )
     if outcome.crashed:
-        log.error(
+        log_hidden(
+            log,
+            logging.ERROR,
             "tool %s action %s raised %s",
             tool,
             action,
             type(exc).__name__,
-            exc_info=exc,
+            secrets=secrets,
+            exc=exc,
             extra={"tool": tool, "action": action},
         )
     return outcome

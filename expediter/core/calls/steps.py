@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from expediter.core.authoring.conversion import NotJSON, to_json_value
-from expediter.core.records.redaction import hide_values, redact
+from expediter.core.records.redaction import hide_values, redact, secrets_under
 from expediter.core.records.text import echo
 
 if TYPE_CHECKING:
@@ -23,12 +24,16 @@ __all__ = [
     "Step",
     "Turn",
     "Withheld",
+    "call_secrets",
     "delegated_from",
+    "hide_secrets",
     "owner_of",
     "recorded_arguments",
     "resume_request",
     "secret_names",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 class Turn(Protocol):
@@ -134,6 +139,12 @@ class Step:
     settled: bool = False
     #: A late result (value, exception) that came before the failure was recorded.
     late: tuple[Any, BaseException | None] | None = None
+    #: The secrets of an instance configuration whose tool could not be loaded (set where the
+    #: load failed; a loaded tool knows its own, ``LoadedTool.secret_values``).
+    config_secrets: frozenset[str] = frozenset()
+    #: ``call_secrets``' answer; None until asked, and again when the tool or action changes
+    #: (``Executor.prepare``).
+    secrets: frozenset[str] | None = None
 
     def __init__(
         self, call: ToolCall, key: str, turn: Turn, message_id: str | None, run_id: str
@@ -205,6 +216,49 @@ def secret_names(step: Step) -> frozenset[str]:
     return frozenset() if spec is None else spec.secret_parameters
 
 
+def call_secrets(step: Step) -> frozenset[str]:
+    """Every secret text the call knows: its instance's secret configuration values, and the
+    values of its secret arguments (secret-looking names, names the action marks secret, and
+    the operator's fixed values under such names). Hidden from every event, ledger field and
+    log record of the call (``hide_secrets``, ``redaction.log_hidden``). Computed once, on
+    first use, and again once the tool and action are known."""
+    secrets = step.secrets
+    if secrets is None:
+        secrets = step.secrets = _known_secrets(step)
+    return secrets
+
+
+def _instance_secrets(step: Step) -> frozenset[str]:
+    loaded = step.loaded
+    return step.config_secrets if loaded is None else loaded.secret_values
+
+
+def _known_secrets(step: Step) -> frozenset[str]:
+    spec = step.spec
+    names = frozenset() if spec is None else spec.secret_parameters
+    arguments = step.call.arguments
+    found: frozenset[str] = frozenset()
+    try:
+        if type(arguments) is dict or isinstance(arguments, Mapping):
+            found = secrets_under(arguments, names)
+        if spec is not None and spec.fixed:
+            found |= secrets_under(spec.fixed, names)
+    except Exception as exc:  # arguments made in Python that cannot be read (``Host.call``)
+        logger.warning(
+            "the arguments of call %s cannot be searched for secrets: %s",
+            echo(step.key),
+            type(exc).__name__,
+        )
+    instance = _instance_secrets(step)
+    return found | instance if found else instance
+
+
+def hide_secrets(step: Step, value: Any) -> Any:
+    """``value`` with the call's secrets hidden (``call_secrets``); itself when there are none."""
+    secrets = call_secrets(step)
+    return hide_values(value, secrets) if secrets else value
+
+
 def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """What a paused call keeps in the ledger so any worker can resume it, and the secret
     arguments withheld from it (kept only in this process's memory, never written).
@@ -213,9 +267,7 @@ def resume_request(step: Step, reason: str | None) -> tuple[dict[str, Any], dict
     action); the request keeps it redacted and lists its name under ``withheld``."""
     call = step.call
     arguments = step.arguments
-    recorded = redact(arguments, secret_names(step))
-    if step.loaded is not None and step.loaded.secret_values:
-        recorded = hide_values(recorded, step.loaded.secret_values)
+    recorded = hide_secrets(step, redact(arguments, secret_names(step)))
     withheld = (
         {}
         if recorded is arguments
@@ -280,13 +332,25 @@ def recorded_arguments(step: Step) -> Mapping[str, Any]:
         else:
             spec = step.spec
             try:
-                step.redacted = redact(
+                redacted = redact(
                     arguments, frozenset() if spec is None else spec.secret_parameters
                 )
             except Exception:  # arguments no check has seen yet (e.g. nested too deep)
-                step.redacted = {"(arguments)": "not recorded: they could not be read"}
-            loaded = step.loaded
-            if loaded is not None and loaded.secret_values:
-                # The model may pass an instance's own credential back as an argument.
-                step.redacted = hide_values(step.redacted, loaded.secret_values)
+                redacted = {"(arguments)": "not recorded: they could not be read"}
+            else:
+                secrets = step.secrets
+                if secrets is None:
+                    if redacted is arguments and (spec is None or not spec.fixed):
+                        # Nothing is secret by name (the common call): the call's secrets
+                        # are its instance's, known without searching the arguments again.
+                        loaded = step.loaded
+                        secrets = step.config_secrets if loaded is None else loaded.secret_values
+                        step.secrets = secrets
+                    else:
+                        secrets = call_secrets(step)
+                if secrets:
+                    # The model may pass an instance's own credential back as an argument,
+                    # or repeat a secret argument's value in another.
+                    redacted = hide_values(redacted, secrets)
+            step.redacted = redacted
     return step.redacted

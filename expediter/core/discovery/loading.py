@@ -320,15 +320,10 @@ class LoadedTool:
     def keep_secrets(self, config: Mapping[str, Any]) -> None:
         """Keep the configuration's secret fields: those the tool declares secret
         (``ConfigField(secret=True)``) and those whose names say so."""
-        from expediter.core.records.redaction import is_secret_name
+        from expediter.core.records.redaction import secret_config, secret_texts
 
-        declared = self.secret_fields or frozenset()
-        self.secrets = {
-            name: value
-            for name, value in config.items()
-            if name in declared or is_secret_name(str(name))
-        }
-        self.secret_values = frozenset(_texts(self.secrets.values()))
+        self.secrets = secret_config(config, self.secret_fields or frozenset())
+        self.secret_values = secret_texts(self.secrets.values())
 
     def _through_wrappers(self) -> Callable[..., Any]:
         """``execute_action`` through the relay: pluggy's own call for sync actions, the
@@ -495,26 +490,6 @@ class LoadedTool:
         self._accepted = {}
         self._actions, self._found = actions, found
         return actions
-
-
-def _texts(values: Any) -> list[str]:
-    """The text leaves of secret values worth hiding (four characters or more)."""
-    found: list[str] = []
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            if len(value) >= 4:
-                found.append(value)
-        elif isinstance(value, Mapping):
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            text = str(value)
-            if len(text) >= 6:
-                found.append(text)
-    return found
 
 
 def _direct(relay: pluggy.PluginManager) -> Callable[..., Any] | None:

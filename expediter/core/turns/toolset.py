@@ -11,6 +11,7 @@ import attrs
 
 from expediter.core.records.calls import CallEvent, ToolCall
 from expediter.core.records.digests import config_key
+from expediter.core.records.redaction import config_secrets, hide_values, log_hidden
 from expediter.core.records.text import echo
 from expediter.core.turns.callstream import CallStream
 from expediter.core.turns.naming import NameMap, assign_names
@@ -649,17 +650,38 @@ class Offers:
             self._stored[key] = (instance, source, listed if loaded.dynamic else None)
         return source
 
-    def _not_offered(self, instance_id: str, problem: str, exc: Exception) -> None:
+    def _instance_secrets(self, instance: ToolInstance) -> frozenset[str]:
+        """The secret texts of an instance's configuration: the fields its tool declares
+        secret and the secret-looking ones (what its loaded tool would hide)."""
+        fields: tuple[Any, ...] = ()
+        if instance.snapshot:
+            try:
+                fields = self._tool_info(instance.tool).config
+            except Exception as exc:  # a tool that is gone: its secret-looking fields only
+                logger.debug("the configuration fields of %s are unknown: %s", instance.tool, exc)
+        return config_secrets(instance.snapshot, fields)
+
+    def _not_offered(
+        self, instance_id: str, problem: str, exc: Exception, secrets: frozenset[str]
+    ) -> None:
         """Log an instance that cannot be offered, once per instance and problem (every
         turn's toolset meets it again); the traceback goes with it (the command line shows it
-        at ``-v``)."""
+        at ``-v``), the instance's secrets hidden from both."""
         key = (instance_id, problem)
         if key in self._reported:
             return
         if len(self._reported) >= 4096:
             self._reported.clear()
         self._reported.add(key)
-        logger.warning("tool instance %s cannot be offered: %s", instance_id, problem, exc_info=exc)
+        log_hidden(
+            logger,
+            logging.WARNING,
+            "tool instance %s cannot be offered: %s",
+            instance_id,
+            problem,
+            secrets=secrets,
+            exc=exc,
+        )
 
     def toolset(
         self,
@@ -691,9 +713,12 @@ class Offers:
             try:
                 source = self._instance_source(instance, user_id)
             except Exception as exc:
-                problem = _problem_text(exc)
+                # A tool that cannot be made from its configuration, or list its actions, may
+                # say why by quoting the configuration: its secrets are hidden from the error.
+                secrets = self._instance_secrets(instance)
+                problem = hide_values(_problem_text(exc), secrets)
                 found_errors.append(f"instance {instance_id!r}: {problem}")
-                self._not_offered(instance_id, problem, exc)
+                self._not_offered(instance_id, problem, exc, secrets)
                 continue
             sources.pop(instance_id, None)
             sources[instance_id] = source

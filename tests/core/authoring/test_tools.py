@@ -1,6 +1,7 @@
 """Authoring sugar (``core/authoring.py``): ``@expediter.tool`` and ``Toolbox`` with actions."""
 
 import asyncio
+import contextvars
 import datetime
 import enum
 import threading
@@ -633,21 +634,27 @@ def test_async_tool_via_sync_call_inside_a_running_event_loop(make_host: MakeHos
     ]
 
 
-def test_acall_awaits_async_tools_on_the_callers_loop(make_host: MakeHost) -> None:
+def test_acall_awaits_async_tools_on_the_hosts_loop_as_call_does(make_host: MakeHost) -> None:
+    """Never on the caller's loop: a tool that ignores its cancellation or blocks its loop
+    would hold the caller's loop (and its ``asyncio.run`` at shutdown)."""
     seen: list[int] = []
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 
     @expediter.tool
-    async def where() -> bool:
+    async def where() -> str:
         seen.append(threading.get_ident())
-        return True
+        return marker.get()
 
     host = make_host(where)
 
     async def run() -> expediter.CallEvent:
+        marker.set("the caller's")
         return await host.acall("where", "where", {})
 
-    assert asyncio.run(run()).result is True
-    assert seen == [threading.get_ident()]
+    assert asyncio.run(run()).result == "the caller's"  # context variables still reach it
+    assert host.call("where", "where", {}).result == "unset"
+    assert seen[0] != threading.get_ident()
+    assert seen[0] == seen[1]  # the same loop as call's
 
 
 # -- CallContext injection ------------------------------------------------------------------------

@@ -204,3 +204,45 @@ def test_keyboard_interrupt_stops_the_turn_after_the_running_row_is_finished(
     first = host.ledger.get("m1:c1")
     assert (first.status, first.error) == ("failed", "interrupted")
     assert host.ledger.get("m1:c2") is None  # never started
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("odd", [{}, ["note"], 5, b"note"], ids=["dict", "list", "int", "bytes"])
+def test_a_call_naming_things_with_values_that_are_not_text_is_refused_with_a_row(
+    make_host, mode: str, odd: Any
+) -> None:
+    # An application's hand-built call: the ledger once could not bind a dict or a list, so
+    # the call had no row (and a list as the name raised "unhashable type").
+    host = make_host(Notes(), record_calls=True)
+    toolset = host.toolset()
+    note = _offered(toolset, "note")
+    calls = [
+        ToolCall(call_id="c1", name=odd, arguments={}, instance_id=note.instance_id,
+                 tool="notes", action=odd),
+        ToolCall(call_id="c2", name=note.name, arguments={}, instance_id=note.instance_id,
+                 tool="notes", action="note"),
+    ]  # fmt: skip
+
+    first, second = _run(toolset, calls, mode)
+
+    assert (first.status, first.error_type) == ("error", "InvalidCall")
+    assert f"name ({type(odd).__name__})" in first.error
+    assert (second.status, second.result) == ("completed", "noted")
+    row = host.ledger.get("m1:c1")
+    assert row is not None
+    assert row.status == "failed"
+    assert row.action == repr(odd)
+    assert RAN == ["note"]
+
+
+@pytest.mark.parametrize("odd", [{}, ["echo"], 5])
+def test_host_call_with_an_action_that_is_not_text_gets_an_error_event_and_a_row(
+    make_host, odd: Any
+) -> None:
+    host = make_host(Notes(), record_calls=True)
+    event = host.call("notes", odd, {})
+    assert (event.status, event.error_type) == ("error", "InvalidCall")
+    (row,) = host.ledger.rows(limit=0)
+    assert (row.status, row.action) == ("failed", repr(odd))
+    with pytest.raises(expediter.IdentifierError):
+        host.call(["notes"], "note", {})  # the caller's own mistake, said at once

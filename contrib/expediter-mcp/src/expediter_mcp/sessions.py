@@ -3,8 +3,9 @@ or the owner, as the auth mode says) and full credential hash, reused across cal
 
 A session is opened under an asyncio lock (two calls that need it at once open it once) and
 kept until it has been idle for ``IDLE_SECONDS``, it broke, or the server refused its
-credentials. Sessions are bound to the loop that opened them: the host's background loop for
-``run``/``call``, the caller's loop for ``arun``; a loop never touches another's sessions.
+credentials. Sessions are bound to the loop that opened them: the host runs every async tool on
+its background loop (``run``, ``call``, ``arun`` and ``acall`` alike), and a loop never touches
+another's sessions.
 Every network connection is dialed through expediter's egress guard (``netguard.for_httpx2``).
 """
 
