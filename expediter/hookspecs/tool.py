@@ -108,6 +108,13 @@ class ConfigField:
     #: Only the operator may set it (the command line, or the instance API with
     #: ``operator=True``): e.g. the private networks an instance may reach.
     operator_only: bool = False
+    #: For an object field: keys it may not hold, compared case-insensitively (e.g. the
+    #: headers a request frames itself); storing one is a ConfigError naming the key.
+    refused_keys: tuple[str, ...] = attrs.field(default=(), converter=_texts)
+    #: For a plain object field: the secret field where keys whose names say they hold a
+    #: credential (``Authorization``, ``X-Api-Key``) belong. Such a key is refused here,
+    #: naming that field, since a plain field is stored and listed in clear.
+    credential_keys_to: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form of this field."""

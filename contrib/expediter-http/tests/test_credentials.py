@@ -151,7 +151,7 @@ def test_one_authorization_header_when_several_schemes_could_apply(http_host):
     with RawServer(ok) as raw:
         tool_instance = instance(
             raw.url,
-            headers={"Authorization": "Plain configured"},
+            secret_headers={"Authorization": "Configured secret"},
             security=[s for s in SECURITY if s["name"] in ("token", "login")],
             credentials=SECRETS,
         )

@@ -411,6 +411,9 @@ def _read_field(data: Mapping[str, Any]) -> ConfigField:
         default=data.get("default"),
         enum=data.get("enum"),
         depends_on=None if data.get("depends_on") is None else dict(data["depends_on"]),
+        operator_only=bool(data.get("operator_only", False)),
+        refused_keys=tuple(data.get("refused_keys") or ()),
+        credential_keys_to=data.get("credential_keys_to"),
     )
 
 

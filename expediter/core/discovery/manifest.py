@@ -62,8 +62,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Bump when the catalogue's JSON form or the way it is built changes (6: the providers
-#: packs register).
-FORMAT = 6
+#: packs register; 7: config fields' ``refused_keys`` and ``credential_keys_to``).
+FORMAT = 7
 
 #: ``(pack name, pack id, ((command, one-line help), ...))`` for each pack adding commands.
 PackCommands = tuple[str, str, tuple[tuple[str, str], ...]]

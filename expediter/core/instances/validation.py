@@ -3,7 +3,10 @@
 The check splits the configuration into plain values (stored as JSON, shown in listings) and
 secret values (encrypted, never shown). It changes nothing else: defaults are not filled in,
 because the tool applies its own; they only count for ``depends_on`` and ``required``. An error
-never repeats a secret field's value, and repeats other values only through ``echo``.
+never repeats a secret field's value, and repeats other values only through ``echo``. An object
+field's keys are checked as the field declares: ``refused_keys`` are refused, and a plain field
+with ``credential_keys_to`` refuses keys named like credentials (``is_secret_name``), naming the
+secret field they belong in.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from expediter.core.records.redaction import is_secret_name
 from expediter.core.records.text import clean_text, echo
 from expediter.errors import ConfigError
 from expediter.hookspecs.tool import ConfigField
@@ -91,6 +95,7 @@ def validate_config(
             )
         value = _typed(owner, field, value)
         _check_choice(owner, field, value)
+        _check_keys(owner, field, value)
         if _missing(field, value):
             _check_present(owner, field, config, declared, stored_secrets)
         (secrets if field.secret else plain)[field.name] = value
@@ -195,6 +200,31 @@ def _typed(owner: str, field: ConfigField, value: Any) -> Any:
     if kind == "array":
         return list(value)
     return value
+
+
+def _check_keys(owner: str, field: ConfigField, value: Any) -> None:
+    """ConfigError for a key the object field refuses (``refused_keys``), or for a key named
+    like a credential in a plain field that sends credentials elsewhere (``credential_keys_to``).
+    Only the key is repeated, never its value."""
+    if field.type != "object" or not (field.refused_keys or field.credential_keys_to):
+        return
+    refused = {key.lower() for key in field.refused_keys}
+    for key in value:
+        if key.lower() in refused:
+            listed = ", ".join(sorted(refused))
+            raise ConfigError(
+                f"{owner}: configuration field {field.name!r} cannot hold "
+                f"{echo(key, _NAME_LIMIT)} (it refuses {listed}); remove it "
+                f"(the field's description in `expediter tools show` says why)",
+                parameter=field.name,
+            )
+        if field.credential_keys_to and not field.secret and is_secret_name(key):
+            raise ConfigError(
+                f"{owner}: {echo(key, _NAME_LIMIT)} in configuration field {field.name!r} "
+                f"names a credential, and that field is stored and listed in clear: put it in "
+                f"the secret field {field.credential_keys_to!r} instead",
+                parameter=field.name,
+            )
 
 
 def _is_number(value: Any) -> bool:

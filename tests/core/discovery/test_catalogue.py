@@ -32,6 +32,15 @@ ACTION = Action(
     active=False,
 )
 FIELD = ConfigField("mode", "string", "Mode", "How", True, False, "a", ("a", "b"), {"x": 1})
+# Every field away from its default: the manifest reader must keep each (it once dropped
+# operator_only, so a warm cache let anyone set an operator-only field).
+HEADERS = ConfigField(
+    "headers",
+    "object",
+    operator_only=True,
+    refused_keys=("host", "cookie"),
+    credential_keys_to="secret_headers",
+)
 LOCATION = PackLocation((("expediter", "web:tool"), ("expediter", "web:other")), "web", None, "w")
 PACK = PackInfo(
     "web",
@@ -44,7 +53,9 @@ PACK = PackInfo(
     commands=(CommandInfo("crawl", "Crawl a site."),),
 )
 BROKEN = PackInfo("bad", None, "directory", PackLocation(path="/tools/bad.py"), error="boom")
-TOOL = ToolInfo("web", "web", "1.0", "entry-point", True, True, "Web", (ACTION,), (FIELD,), "p")
+TOOL = ToolInfo(
+    "web", "web", "1.0", "entry-point", True, True, "Web", (ACTION,), (FIELD, HEADERS), "p"
+)
 CONFLICT = Conflict("dice", (("a", "1", "entry-point", "entry-point:a"), ("b", None, "host", "")))
 FULL = Catalogue((PACK, BROKEN), (TOOL, ToolInfo("bare", "p", None, "host")), (CONFLICT,))
 
@@ -70,7 +81,12 @@ PARTIAL: list[dict[str, Any]] = [
                     {"name": "b", "parameters": None, "fixed": None, "require_approval": 1},
                     {"name": "c", "parameters": {}, "active": 0},
                 ],
-                "config": [{"name": "f"}, {"name": "g", "enum": ["x"], "depends_on": {"y": 1}}],
+                "config": [
+                    {"name": "f"},
+                    {"name": "g", "enum": ["x"], "depends_on": {"y": 1}},
+                    {"name": "h", "operator_only": True, "refused_keys": ["k"]},
+                    {"name": "i", "type": "object", "credential_keys_to": "j"},
+                ],
             }
         ]
     },

@@ -168,6 +168,45 @@ def test_a_tuple_array_is_returned_as_a_list_and_a_mapping_as_a_dict() -> None:
     assert type(valid.plain["headers"]) is dict
 
 
+HEADERS = (
+    ConfigField(
+        "headers",
+        type="object",
+        refused_keys=("Host", "cookie"),
+        credential_keys_to="secret_headers",
+    ),
+    ConfigField("secret_headers", type="object", secret=True, refused_keys=("Host", "cookie")),
+)
+
+
+@pytest.mark.parametrize("field", ["headers", "secret_headers"])
+@pytest.mark.parametrize("key", ["Host", "host", "COOKIE"])
+def test_a_refused_key_is_refused_in_any_case_without_its_value(field: str, key: str) -> None:
+    error = _refused({field: {"Accept": "a", key: SECRET}}, fields=HEADERS)
+    assert error.parameter == field
+    assert f"cannot hold {key!r}" in str(error)
+    assert SECRET not in str(error)
+
+
+@pytest.mark.parametrize("key", ["Authorization", "X-Api-Key", "x-auth-token", "api_key"])
+def test_a_credential_key_in_a_plain_field_names_the_secret_field(key: str) -> None:
+    error = _refused({"headers": {key: SECRET}}, fields=HEADERS)
+    assert error.parameter == "headers"
+    assert repr(key) in str(error)
+    assert "the secret field 'secret_headers'" in str(error)
+    assert SECRET not in str(error)
+
+
+def test_credential_keys_are_kept_where_the_field_sends_them() -> None:
+    config = {"headers": {"Accept": "json", "X-Tokens-Left": "3"}}
+    config["secret_headers"] = {"Authorization": SECRET}
+    valid = validate_config("t", HEADERS, config)
+    assert valid.plain == {"headers": {"Accept": "json", "X-Tokens-Left": "3"}}
+    assert valid.secrets == {"secret_headers": {"Authorization": SECRET}}
+    # A field that declares nothing takes any key, as before.
+    assert validate_config("weather", WEATHER, {"api_key": SECRET, "headers": {"Host": "h"}})
+
+
 def test_none_means_not_given_and_is_dropped() -> None:
     valid = validate_config("weather", WEATHER, {"api_key": SECRET, "units": None, "token": None})
     assert valid.plain == {}

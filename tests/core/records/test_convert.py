@@ -158,6 +158,8 @@ def test_action_and_config_field_forms() -> None:
         "enum": ["a", "b"],
         "depends_on": {"x": 1},
         "operator_only": False,
+        "refused_keys": [],
+        "credential_keys_to": None,
     }
     assert Action.from_dict(SEARCH.to_dict()) == SEARCH
     assert ConfigField.from_dict(KEY.to_dict()) == KEY

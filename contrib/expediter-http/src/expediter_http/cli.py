@@ -3,10 +3,11 @@ actions of one.
 
 ``expediter http import SPEC --name N`` reads the document (a file, standard input, or an
 http(s) URL fetched through the egress guard, which ``--allow-network`` ranges also open),
-prints what it could not import on standard error (``warning: ...``), warns when the egress
-guard would refuse the base URL, and stores the instance as the operator: ``--allow-network``
-ranges are allowed here. Secret values (``--secret SCHEME=...``) are sealed with the owner's
-key and never printed.
+prints what it could not import on standard error (``warning: ...``: among them a security
+scheme or header parameter naming a header the request frames itself, ``Host``, ``Cookie``
+..., which is left out), warns when the egress guard would refuse the base URL, and stores the
+instance as the operator: ``--allow-network`` ranges are allowed here. Secret values
+(``--secret SCHEME=...``) are sealed with the owner's key and never printed.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def _credentials(options: tuple[str, ...], spec: ImportedSpec) -> dict[str, str]
         if equals and scheme and scheme not in known:
             listed = ", ".join(known) if known else "none: it declares no supported scheme"
             raise click.BadParameter(
-                f"the document has no security scheme {escape(repr(scheme))} "
-                f"(its schemes: {escape(listed)})",
+                f"the document has no security scheme {escape(repr(scheme))} the http tool "
+                f"can use (its schemes: {escape(listed)}; a warning above says why a declared "
+                "one was left out)",
                 param_hint="--secret",
             )
     return secret_options(options)

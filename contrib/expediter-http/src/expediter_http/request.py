@@ -18,8 +18,11 @@ Parameters are serialized as OpenAPI styles them (RFC 6570 where OpenAPI defers 
   is left out, and the base URL's own query string is kept in front.
 - header: ``simple``, sent as text (no percent-encoding); values with control characters or
   non-ASCII text are refused. Header parameters named ``Accept``, ``Content-Type`` or
-  ``Authorization`` are ignored, as OpenAPI says; ones naming a header that frames or routes
-  the request (``Host``, ``Content-Length``, ``Cookie`` ...) are a configuration error.
+  ``Authorization`` are ignored, as OpenAPI says (``IGNORED_HEADERS``); ones naming a header
+  that frames or routes the request (``FORBIDDEN_HEADERS``: ``Host``, ``Content-Length``,
+  ``Cookie`` ...) are a configuration error. The same list is refused in an instance's
+  configured headers and as an API key scheme's header (``tool``), and left out by the OpenAPI
+  import.
 - cookie: ``form`` (explode true), percent-encoded; kept apart in ``PreparedRequest.cookies``
   so an authentication cookie can join them, and folded into one ``Cookie`` header by
   ``PreparedRequest.header_items``.
@@ -45,7 +48,9 @@ from expediter.errors import ArgumentError, ConfigError
 from expediter_http.actions import HttpAction, ParameterSpec
 
 __all__ = [
+    "FORBIDDEN_HEADERS",
     "HEADER_NAME",
+    "IGNORED_HEADERS",
     "QUERY_STYLES",
     "PreparedRequest",
     "build_request",
@@ -63,10 +68,14 @@ _PATH_LITERAL_SAFE = "/:@!$&'()*+,;=%"
 #: Reserved characters ``allowReserved`` leaves unencoded; ``& = + # %`` stay encoded so the
 #: query (or form body) still parses into the same pairs.
 _RESERVED_SAFE = ":/?@!$'()*,;[]"
-#: Header parameters OpenAPI says to ignore.
-_IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
-#: Headers that frame, route or carry credentials for the request: never the model's to set.
-_FORBIDDEN_HEADERS = frozenset(
+#: Header parameters OpenAPI says to ignore (lower case).
+IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+#: Headers that frame, route or carry credentials for the request (lower case): never the
+#: model's to set, nor the configuration's. ``Cookie`` is here although it is a credential too:
+#: the request folds its cookie parameters and cookie API keys into one ``Cookie`` itself, so a
+#: cookie credential is an API key scheme with ``in: cookie``. ``Proxy-Authorization`` too: the
+#: pack dials the API directly, so it would hand a proxy's credential to the API's server.
+FORBIDDEN_HEADERS = frozenset(
     {
         "host",
         "content-length",
@@ -452,9 +461,9 @@ def _header(action: str, spec: ParameterSpec, value: Any) -> tuple[str, str] | N
             parameter=spec.name,
         )
     lowered = spec.name.lower()
-    if lowered in _IGNORED_HEADERS:
+    if lowered in IGNORED_HEADERS:
         return None
-    if lowered in _FORBIDDEN_HEADERS:
+    if lowered in FORBIDDEN_HEADERS:
         raise ConfigError(
             f"{action}: header parameter {spec.name!r} would set a header the request itself "
             "controls; remove it from the action",

@@ -4,6 +4,13 @@ Every request dials through expediter's egress guard (``expediter.core.netguard`
 addresses only, unless the operator allows ranges (``EXPEDITER_EGRESS_ALLOW`` for the host, or
 the instance's ``allow_networks``, which only an operator may set). Each instance keeps one
 pooled, keep-alive client.
+
+Configured headers: a credential (a name ``is_secret_name`` calls secret: ``Authorization``,
+``X-Api-Key``) belongs in ``secret_headers``, never in the plain ``headers``, which are stored,
+listed and shown in clear; and no header field nor API key scheme may set a header the request
+frames or routes itself (``request.FORBIDDEN_HEADERS``). The host refuses both when an instance
+is stored (the fields' ``credential_keys_to`` and ``refused_keys``); the tool refuses them again
+before its first request, for an instance stored before these rules or never stored at all.
 """
 
 from __future__ import annotations
@@ -22,16 +29,16 @@ import attrs
 
 import expediter
 from expediter.core.netguard import DEFAULT_RESOLVER, EgressPolicy, Resolver
-from expediter.core.records.redaction import hide_values
+from expediter.core.records.redaction import hide_values, is_secret_name
 from expediter.errors import ActionNotFound, ConfigError
 from expediter_http.actions import HttpAction, load_actions
-from expediter_http.request import HEADER_NAME, PreparedRequest, build_request
+from expediter_http.request import FORBIDDEN_HEADERS, HEADER_NAME, PreparedRequest, build_request
 from expediter_http.sending import Limits, header_pairs, hide_in_client_logs, send
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_RESPONSE_BYTES", "MAX_TIMEOUT", "HttpTool"]
+__all__ = ["MAX_RESPONSE_BYTES", "MAX_TIMEOUT", "HttpTool", "check_configured_headers"]
 
 #: The most of a response body any instance keeps in memory, whatever its configuration says
 #: (an instance's owner may be any user).
@@ -39,18 +46,32 @@ MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 #: The longest any call may take, whatever an instance's configuration says.
 MAX_TIMEOUT = 600.0
 
+#: The header names no configured header may have, as the host checks them on storing.
+_REFUSED_HEADERS = tuple(sorted(FORBIDDEN_HEADERS))
+
 _FIELDS = (
     expediter.ConfigField(
         "base_url",
         required=True,
         description="The API's base URL (http or https); action paths are appended to it.",
     ),
-    expediter.ConfigField("headers", type="object", description="Headers sent with every request."),
+    expediter.ConfigField(
+        "headers",
+        type="object",
+        description="Headers sent with every request, stored and listed in clear: a credential "
+        "(Authorization, X-Api-Key...) goes in secret_headers. Headers the request frames "
+        "itself (Host, Content-Length, Transfer-Encoding, Connection, Cookie...) are refused; "
+        "a cookie credential is a security scheme with in: cookie.",
+        refused_keys=_REFUSED_HEADERS,
+        credential_keys_to="secret_headers",
+    ),
     expediter.ConfigField(
         "secret_headers",
         type="object",
         secret=True,
-        description="Headers with credentials, sent with every request and stored encrypted.",
+        description="Headers with credentials, sent with every request and stored encrypted "
+        "(the headers the request frames itself are refused, as in headers).",
+        refused_keys=_REFUSED_HEADERS,
     ),
     expediter.ConfigField(
         "credentials",
@@ -127,11 +148,54 @@ def _check_header(name: str, value: str) -> None:
             f"http: header name {name[:60]!r} is not a valid HTTP field name; fix the instance's "
             "headers, secret_headers or security"
         )
+    _check_header_name(name, "the instance's headers, secret_headers or security")
     if _UNSENDABLE.search(value) or (not value.isascii() and not _latin1(value)):
         raise ConfigError(
             f"http: the value of header {name!r} holds control characters or text outside "
             "Latin-1, which no request can carry; fix the instance's configuration"
         )
+
+
+def _check_header_name(name: str, where: str) -> None:
+    """ConfigError when ``name`` is a header the request frames or routes itself."""
+    if name.lower() not in FORBIDDEN_HEADERS:
+        return
+    advice = "remove it"
+    if name.lower() == "cookie":
+        advice = (
+            'send a cookie through a security scheme {"type": "api_key", "in": "cookie", '
+            '"parameter": NAME} with its value in credentials'
+        )
+    raise ConfigError(
+        f"http: header {name[:60]!r} in {where} is one the request frames or routes itself "
+        f"({', '.join(_REFUSED_HEADERS)}), so it is never sent; {advice}"
+    )
+
+
+def check_configured_headers(config: Mapping[str, Any]) -> None:
+    """ConfigError for a configured header the instance may not send: a credential in the
+    plain ``headers``, or a header the request frames itself in ``headers``, ``secret_headers``
+    or an API key scheme. Names only: no value is repeated."""
+    for field in ("headers", "secret_headers"):
+        headers = config.get(field)
+        if headers is None:
+            continue
+        if not isinstance(headers, Mapping):
+            raise ConfigError(f"http: configuration field {field!r} must be an object of headers")
+        for name in map(str, headers):
+            _check_header_name(name, f"{field!r}")
+            if field == "headers" and is_secret_name(name):
+                raise ConfigError(
+                    f"http: header {name[:60]!r} in the plain field 'headers' names a "
+                    "credential, which would be stored, listed and shown in clear; move it to "
+                    "the secret field 'secret_headers'"
+                )
+    for scheme in config.get("security") or ():
+        if not isinstance(scheme, Mapping) or scheme.get("type") != "api_key":
+            continue
+        if scheme.get("in", "header") == "header":
+            where = f"security scheme {str(scheme.get('name'))[:60]!r} (its 'parameter')"
+            _check_header_name(str(scheme.get("parameter") or ""), where)
 
 
 def _latin1(text: str) -> bool:
@@ -173,8 +237,10 @@ class HttpTool(expediter.Toolbox):
 
     @property
     def actions(self) -> dict[str, HttpAction]:
-        """The instance's actions by name (read once; ConfigError when malformed)."""
+        """The instance's actions by name (read once, with the configured headers; ConfigError
+        when either is malformed)."""
         if self._actions is None:
+            check_configured_headers(self.config)
             self._actions = load_actions(self.config.get("actions"))
         return self._actions
 
@@ -209,7 +275,9 @@ class HttpTool(expediter.Toolbox):
 
                 try:
                     policy = EgressPolicy(
-                        allow_networks=networks, resolver=self.resolver or DEFAULT_RESOLVER
+                        allow_networks=networks,
+                        resolver=self.resolver or DEFAULT_RESOLVER,
+                        owner=EgressPolicy.owner_of(context),
                     )
                 except ValueError as exc:
                     raise ConfigError(f"http: allow_networks: {exc}") from None

@@ -3,7 +3,9 @@
 Parameters keep their real schemas (integers stay integers, arrays keep ``items``, optional
 ones are offered but not required); path-level parameters apply unless the operation declares
 one with the same name and location. Swagger 2.0's ``in: body`` and ``in: formData`` become a
-request body (multipart when a ``type: file`` is among them).
+request body (multipart when a ``type: file`` is among them). A header parameter OpenAPI says
+to ignore (``Accept``, ``Content-Type``, ``Authorization``) or one naming a header the request
+frames itself (``Host``, ``Connection`` ...) is reported and left out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from expediter_http.actions import BodySpec, HttpAction, ParameterSpec, argument
 from expediter_http.openapi.records import ImportedSpec
 from expediter_http.openapi.schemas import BINARY, References
 from expediter_http.openapi.security import Schemes
+from expediter_http.request import FORBIDDEN_HEADERS, IGNORED_HEADERS
 
 __all__ = ["DESCRIPTION_LIMIT", "METHODS", "Importer"]
 
@@ -43,7 +46,6 @@ _V2_STYLES: dict[str, tuple[str, bool]] = {
 }
 # Operations of OpenAPI 3.2 this import does not read.
 _OTHER_OPERATIONS = frozenset({"query", "additionalOperations"})
-_IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _ENCODING_KEYS = ("contentType", "style", "explode", "allowReserved")
 
 
@@ -367,8 +369,13 @@ class Importer:
                 form.append(parameter)
             elif location not in ("path", "query", "header", "cookie"):
                 self.report(f"{label} is in {echo(location, 30)}, which is not supported; skipped")
-            elif location == "header" and name.lower() in _IGNORED_HEADERS:
+            elif location == "header" and name.lower() in IGNORED_HEADERS:
                 self.report(f"{label}: a {name} header parameter is ignored (as OpenAPI says)")
+            elif location == "header" and name.lower() in FORBIDDEN_HEADERS:
+                self.report(
+                    f"{label} names a header the request frames or routes itself, which the "
+                    "http tool never sends; skipped"
+                )
             else:
                 specs.append(self.parameter(parameter, label, taken))
         if body is not None and form:

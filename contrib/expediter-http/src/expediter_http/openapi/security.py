@@ -1,7 +1,9 @@
 """Security schemes: the ones the ``http`` tool supports, and which of them each operation uses.
 
 Supported: API keys (header, query or cookie), HTTP bearer and HTTP basic (Swagger 2.0's
-``basic``). OAuth2, OpenID Connect, mutual TLS and other HTTP schemes are reported and left out.
+``basic``). OAuth2, OpenID Connect, mutual TLS and other HTTP schemes are reported and left out,
+and so is an API key sent as a header the request frames or routes itself (``Host``,
+``Cookie``, ``Transfer-Encoding`` ...: ``request.FORBIDDEN_HEADERS``), which the tool refuses.
 The secret of a scheme is stored later in the instance's ``credentials`` under the scheme's
 ``name``: the key or token text, or ``"user:password"`` for basic.
 """
@@ -15,6 +17,7 @@ from typing import Any
 from expediter.core.records.text import echo
 from expediter_http.openapi.records import SecurityScheme
 from expediter_http.openapi.schemas import References
+from expediter_http.request import FORBIDDEN_HEADERS
 
 __all__ = ["Schemes"]
 
@@ -30,6 +33,24 @@ def _safe_name(key: str, taken: set[str]) -> str:
         number += 1
     taken.add(candidate)
     return candidate
+
+
+def _frames(read: tuple[str, str | None, str | None]) -> bool:
+    """Whether a supported scheme's API key goes in a header the request sets itself."""
+    _, location, parameter = read
+    return location == "header" and parameter is not None and parameter.lower() in FORBIDDEN_HEADERS
+
+
+def _framing(where: str, header: str) -> str:
+    """The problem of a scheme whose API key is a header the request sets itself."""
+    text = (
+        f"{where} sends its key as header {echo(header, 60)}, which the request frames or "
+        "routes itself and the http tool never sends; it is left out, and its operations get "
+        "no credentials from it"
+    )
+    if header.lower() == "cookie":
+        text += " (an API key sent as a cookie is declared with in: cookie)"
+    return text
 
 
 class Schemes:
@@ -64,6 +85,10 @@ class Schemes:
                 self.unsupported[key] = "unreadable"
                 continue
             read = self._read(scheme, swagger=swagger)
+            if not isinstance(read, str) and _frames(read):
+                self.unsupported[key] = "framing header"
+                report(_framing(where, str(read[2])))
+                continue
             if isinstance(read, str):
                 self.unsupported[key] = read
                 report(
