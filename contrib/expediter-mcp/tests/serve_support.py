@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from click.testing import CliRunner
 from expediter_mcp.serving.bridge import Bridge
+from expediter_mcp.serving.command import serve
 from expediter_mcp.serving.provider import make_server
 
 T = TypeVar("T")
@@ -251,3 +253,15 @@ class ServeProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait(20)
+
+
+def invoke(*arguments: str) -> Any:
+    """``expediter serve ARGUMENTS`` in process (the command as a pack registers it)."""
+    from expediter.cli.app import CliState
+    from expediter.core.config import HostConfig
+
+    state = CliState(HostConfig.from_env(), refresh=False)
+    try:
+        return CliRunner().invoke(serve, list(arguments), obj=state, prog_name="expediter serve")
+    finally:
+        state.close()

@@ -3,6 +3,7 @@ says it changed, and made of names every provider accepts."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,3 +111,36 @@ def test_a_tool_with_a_huge_schema_is_left_out() -> None:
     assert len(str(huge)) > MAX_SCHEMA_CHARS
     listing = Listing.of([_Tool("huge", huge), _Tool("small", {"type": "object"})], 0.0)
     assert list(listing.names.values()) == ["small"]
+
+
+def test_a_tool_nested_too_deep_is_left_out_alone_over_http(
+    host: Any, add_instance: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 190 levels of arrays: within what the SDK's JSON parser takes, deeper than the
+    # validators that read the schema afterwards can recurse.
+    import json
+
+    from fastmcp import FastMCP
+    from fastmcp.tools.base import Tool, ToolResult
+
+    class Echo(Tool):
+        async def run(self, arguments: dict[str, Any]) -> ToolResult:
+            return ToolResult(content=f"{self.name} answered")
+
+    inner = '{"type": "array", "items": ' * 190 + '{"type": "string"}' + "}" * 190
+    server = FastMCP("deep", dereference_schemas=False)
+    server.add_tool(Echo(name="good", description="fine", parameters={"type": "object"}))
+    deep = json.loads('{"type": "object", "properties": {"a": ' + inner + "}}")
+    server.add_tool(Echo(name="deep", description="too deep", parameters=deep))
+    running = McpServer(server)
+    try:
+        record = add_instance(running.url)
+        with caplog.at_level(logging.WARNING, logger="expediter_mcp"):
+            toolset = host.toolset()
+        assert not toolset.errors
+        assert {o.action.name for o in toolset.actions if o.instance_id == record.id} == {"good"}
+        assert "MCP tool 'deep' is left out: its input schema nests deeper than" in caplog.text
+        event = host.call(record.id, "good", {})
+        assert event.status == "completed", event.error
+    finally:
+        running.close()

@@ -8,6 +8,7 @@ bearer tokens, HTTP, the command line and the real process."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -228,14 +229,29 @@ def test_a_sync_tool_does_not_block_the_server(served_host: Any) -> None:
 # --- approvals -------------------------------------------------------------------------------
 
 
-def test_a_call_needing_approval_is_refused_naming_the_command(served_host: Any) -> None:
-    result = call(server_for(served_host), "launch", {"target": "moon"})
+def assert_no_coaching(text: str, key: str) -> None:
+    """The client (often an agent with a shell) is told an operator decides, and not how."""
+    assert "an operator" in text
+    assert key not in text
+    assert key.split(":")[0] not in text
+    assert "expediter approve" not in text
+    assert "expediter deny" not in text
+    assert "approvals ls" not in text
+
+
+def test_a_call_needing_approval_is_refused_without_coaching_the_client(
+    served_host: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="expediter_mcp"):
+        result = call(server_for(served_host), "launch", {"target": "moon"})
 
     assert result.is_error
     (waiting,) = served_host.ledger.pending_approvals()
-    assert f"`expediter approve {waiting.key}`" in text_of(result)
+    assert_no_coaching(text_of(result), waiting.key)
     assert "still waiting" not in text_of(result)
     assert row_of(served_host, "launch").status == "awaiting_approval"
+    # The key goes to the operator's channels: the server's log (and `approvals ls`).
+    assert f"expediter approve {waiting.key}" in caplog.text
 
 
 def decide_when_asked(host: Any, approved: bool) -> threading.Thread:
@@ -286,7 +302,7 @@ def test_approval_wait_that_times_out_is_still_waiting(served_host: Any) -> None
 
     assert result.is_error
     (waiting,) = served_host.ledger.pending_approvals()
-    assert f"`expediter approve {waiting.key}`" in text_of(result)
+    assert_no_coaching(text_of(result), waiting.key)
     assert "still waiting" in text_of(result)
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from expediter_mcp.serving.auth import (
     TOKEN_VARIABLE,
     TokenProblem,
@@ -22,13 +21,13 @@ from expediter_mcp.serving.auth import (
     make_verifier,
     read_token,
 )
-from expediter_mcp.serving.command import serve
 from serve_support import (
     TOKEN,
     USER,
     HttpServer,
     ServeProcess,
     cli_env,
+    invoke,
     post_initialize,
     row_of,
     run,
@@ -203,18 +202,6 @@ def test_loopback_addresses(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
 
-def invoke(*arguments: str) -> Any:
-    """``expediter serve ARGUMENTS`` in process (the command as a pack registers it)."""
-    from expediter.cli.app import CliState
-    from expediter.core.config import HostConfig
-
-    state = CliState(HostConfig.from_env(), refresh=False)
-    try:
-        return CliRunner().invoke(serve, list(arguments), obj=state, prog_name="expediter serve")
-    finally:
-        state.close()
-
-
 def test_serve_without_mcp_is_a_usage_error_naming_it(expediter_home: Path) -> None:
     result = invoke()
     assert result.exit_code == 2
@@ -330,6 +317,10 @@ def test_the_command_serves_http_with_a_token(tmp_path: Path, tools_dir: Path) -
     assert not launched.is_error, text_of(launched)
     assert launched.structured_content == {"launched": "moon"}
     assert TOKEN not in "".join(served.lines)
+    with expediter.Host(home=home, tools_path=(tools_dir,), autoload=False) as host:
+        key = row_of(host, "launch").key
+    # The operator, not the client, learns which call waits and how to decide it.
+    assert f"waits for an operator's decision: expediter approve {key}" in "".join(served.lines)
     with expediter.Host(home=home, tools_path=(tools_dir,), autoload=False) as host:
         shout, launch = row_of(host, "shout"), row_of(host, "launch")
     assert (shout.status, shout.user_id) == ("executed", USER)

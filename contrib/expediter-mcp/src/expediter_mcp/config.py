@@ -23,6 +23,7 @@ from expediter.errors import ConfigError
 __all__ = [
     "AUTH_MODES",
     "FIELDS",
+    "FRAMING_HEADERS",
     "HEADER_NAME",
     "MAX_RESPONSE_BYTES",
     "MAX_TIMEOUT",
@@ -30,6 +31,7 @@ __all__ = [
     "STDIO_ALLOW",
     "TRANSPORTS",
     "Settings",
+    "headers_of",
     "stdio_allowed",
 ]
 
@@ -46,6 +48,15 @@ SECRET_FIELDS = ("token", "api_key", "password", "client_secret", "secret_header
 
 #: An HTTP field name (RFC 9110 token), matched whole.
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+#: Headers the client frames, routes or proxies each request with itself: a configuration that
+#: sets one is refused (when stored, and when a stored one is loaded), never sent.
+FRAMING_HEADERS = (
+    "Connection", "Content-Length", "Expect", "Host", "Keep-Alive", "Proxy-Authorization",
+    "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+)  # fmt: skip
+_FRAMING = frozenset(name.lower() for name in FRAMING_HEADERS)
 
 
 def _field(name: str, description: str, **options: Any) -> expediter.ConfigField:
@@ -92,9 +103,22 @@ FIELDS = (
         "it is this issuer (without it, the MCP server names the authorization server).",
         depends_on={"auth": "oauth"},
     ),
-    _field("headers", "Headers sent with every request.", type="object"),
     _field(
-        "secret_headers", "Headers with credentials, stored encrypted.", type="object", secret=True
+        "headers",
+        "Headers sent with every request, stored and listed in clear: a credential "
+        "(Authorization, X-Api-Key...) goes in secret_headers. Headers the client frames the "
+        "request with (Host, Content-Length, Transfer-Encoding, Connection...) are refused.",
+        type="object",
+        refused_keys=FRAMING_HEADERS,
+        credential_keys_to="secret_headers",
+    ),
+    _field(
+        "secret_headers",
+        "Headers with credentials, stored encrypted (the framing headers are refused, as in "
+        "headers).",
+        type="object",
+        secret=True,
+        refused_keys=FRAMING_HEADERS,
     ),
     _field("timeout", "Seconds a call may take (at most 600).", type="number", default=30.0),
     _field(
@@ -106,8 +130,9 @@ FIELDS = (
     ),
     _field(
         "max_response_bytes",
-        "Largest answer (or server-sent event) read from the server (at most 64 MiB); a "
-        "larger one is an error and ends the session.",
+        "Largest answer (a server-sent event, a line of a stdio server) read from the server "
+        "(at most 64 MiB); a larger one is an error and ends the session. A tool list reads "
+        "at most this much in all its pages.",
         type="integer",
         default=10_000_000,
     ),
@@ -163,7 +188,9 @@ def _texts(config: Mapping[str, Any], name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _headers(config: Mapping[str, Any], name: str) -> dict[str, str]:
+def headers_of(config: Mapping[str, Any], name: str) -> dict[str, str]:
+    """The headers of the object field ``name`` (``headers`` or ``secret_headers``): text names
+    and values, none of the framing headers (ConfigError naming the field, never a value)."""
     value = config.get(name) or {}
     if not isinstance(value, Mapping):
         raise ConfigError(f"mcp: configuration field {name!r} must be an object of headers")
@@ -171,6 +198,12 @@ def _headers(config: Mapping[str, Any], name: str) -> dict[str, str]:
         if not isinstance(key, str) or not HEADER_NAME.fullmatch(key) or not isinstance(text, str):
             raise ConfigError(
                 f"mcp: {name}: {str(key)[:60]!r} is not a header name with a text value"
+            )
+        if key.lower() in _FRAMING:  # stored before the field refused it
+            raise ConfigError(
+                f"mcp: {name}: {key!r} is a header the client frames the request with "
+                f"({', '.join(FRAMING_HEADERS)} are refused): remove it",
+                parameter=name,
             )
     return {str(key): str(text) for key, text in value.items()}
 
@@ -241,7 +274,7 @@ class Settings:
             auth=_choice(config, "auth", AUTH_MODES, "none"),
             header_name=str(config.get("header_name") or "X-API-Key"),
             username=None if username is None else str(username),
-            headers=_headers(config, "headers"),
+            headers=headers_of(config, "headers"),
             timeout=min(_number(config, "timeout", 30.0, 0.001), MAX_TIMEOUT),
             list_ttl=_number(config, "list_ttl", 300.0, 0),
             max_response_bytes=min(

@@ -18,7 +18,7 @@ import attrs
 
 from expediter.core.netguard import EgressPolicy
 from expediter.errors import ConfigError
-from expediter_mcp.config import HEADER_NAME, STDIO_ALLOW, Settings, stdio_allowed
+from expediter_mcp.config import HEADER_NAME, STDIO_ALLOW, Settings, headers_of, stdio_allowed
 from expediter_mcp.sessions import Session, guarded_factory
 
 if TYPE_CHECKING:
@@ -56,10 +56,7 @@ def auth_headers(settings: Settings, secrets: Mapping[str, Any]) -> Credentials:
     """The headers every request of the instance carries: its headers, its secret headers,
     and the credential its auth mode asks for (ConfigError when that credential is missing)."""
     headers = dict(settings.headers)
-    secret_headers = secrets.get("secret_headers") or {}
-    if not isinstance(secret_headers, Mapping):
-        raise ConfigError("mcp: 'secret_headers' must be an object of headers")
-    headers.update({str(name): str(value) for name, value in secret_headers.items()})
+    headers.update(headers_of(secrets, "secret_headers"))
     auth = settings.auth
 
     def needed(field: str) -> str:
@@ -104,7 +101,7 @@ def make_client(
 
     transport: Any
     if settings.transport == "stdio":
-        from fastmcp.client.transports import StdioTransport
+        from expediter_mcp.stdio import StdioServer
 
         if not stdio_allowed(settings.command):
             raise ConfigError(
@@ -113,8 +110,14 @@ def make_client(
                 "(comma-separated)",
                 parameter="command",
             )
-        # An explicit empty environment: the SDK starts the child with its safe list only.
-        transport = StdioTransport(settings.command, list(settings.args), env={}, keep_alive=False)
+        # Started with the SDK's safe list of environment variables only; its stdout is read
+        # within max_response_bytes a line.
+        transport = StdioServer(
+            settings.command,
+            settings.args,
+            max_bytes=settings.max_response_bytes,
+            session=session,
+        )
     else:
         assert policy is not None
         # An OAuth flow answers a 401 itself (a refresh); static credentials cannot.
@@ -126,13 +129,13 @@ def make_client(
             max_bytes=settings.max_response_bytes,
         )
         if settings.transport == "sse":
-            from fastmcp.client.transports import SSETransport
+            from expediter_mcp.wire import SSETransport
 
             transport = SSETransport(
                 settings.url, headers=dict(headers), auth=auth, httpx_client_factory=factory
             )
         else:
-            from fastmcp.client.transports import StreamableHttpTransport
+            from expediter_mcp.wire import StreamableHttpTransport
 
             transport = StreamableHttpTransport(
                 settings.url,

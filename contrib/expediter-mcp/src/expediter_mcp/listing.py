@@ -7,6 +7,10 @@ and ends with a short hash of the whole MCP name: ``math.add`` is ``math_add_<ha
 action name depends on its MCP name alone, never on which other tools the server lists or in
 which order, and a name offered in one turn calls the same tool in a later one.
 ``Listing.mcp_name`` maps an action name back.
+
+A server is untrusted: ``fetch_tools`` stops asking for pages as soon as ``MAX_TOOLS`` tools,
+``MAX_PAGES`` pages or the instance's ``max_response_bytes`` (all pages together) are reached,
+and keeps what came until then.
 """
 
 from __future__ import annotations
@@ -22,7 +26,17 @@ import attrs
 import expediter
 from expediter.core.turns.naming import NAME_PATTERN, sanitize
 
-__all__ = ["MAX_DESCRIPTION", "MAX_SCHEMA_CHARS", "MAX_TOOLS", "Listing", "action_name"]
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_NESTING",
+    "MAX_PAGES",
+    "MAX_SCHEMA_CHARS",
+    "MAX_TOOLS",
+    "Listing",
+    "action_name",
+    "deeper_than",
+    "fetch_tools",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +44,14 @@ logger = logging.getLogger(__name__)
 MAX_DESCRIPTION = 4000
 #: Tools taken from one server (a server is untrusted: it could list millions).
 MAX_TOOLS = 1000
+#: Pages of a server's tool list asked for (a page of 4 tools still reaches ``MAX_TOOLS``).
+MAX_PAGES = 250
 #: Characters of one tool's input schema (as JSON); a larger one leaves the tool out.
 MAX_SCHEMA_CHARS = 100_000
+#: Levels of objects and arrays one tool's input schema may nest (a level of ``properties``
+#: is two: that object and the property's schema); a deeper one leaves the tool out, before
+#: it exhausts the recursion of a validator that reads it.
+MAX_NESTING = 64
 _LIMIT = 64
 
 
@@ -56,12 +76,32 @@ def action_name(mcp_name: str, taken: set[str]) -> str:
     return name
 
 
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether objects and arrays nest deeper than ``limit`` levels in ``value`` (measured
+    without recursion: the value may be deeper than Python's stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _schema(value: Any) -> dict[str, Any]:
     """A tool's input schema as an action's parameters: an object schema, always
-    (ValueError when it is not JSON, not a valid JSON Schema, or larger than
-    ``MAX_SCHEMA_CHARS``)."""
+    (ValueError when it is not JSON, not a valid JSON Schema, larger than
+    ``MAX_SCHEMA_CHARS`` or nested deeper than ``MAX_NESTING``)."""
     if not isinstance(value, Mapping) or value.get("type", "object") != "object":
         return {"type": "object", "properties": {}}
+    if deeper_than(value, MAX_NESTING):
+        raise ValueError(f"its input schema nests deeper than {MAX_NESTING} levels")
     try:
         size = len(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -97,9 +137,7 @@ class Listing:
         found: dict[str, Any] = {}
         for index, tool in enumerate(tools):
             if index >= MAX_TOOLS:
-                logger.warning(
-                    "an MCP server lists more than %d tools; the rest are left out", MAX_TOOLS
-                )
+                _more_than_tools()
                 break
             mcp_name = getattr(tool, "name", None)
             if isinstance(mcp_name, str) and mcp_name and mcp_name not in found:
@@ -122,8 +160,9 @@ class Listing:
                     description=text,
                     parameters=_schema(getattr(tool, "input_schema", None)),
                 )
-            except (TypeError, ValueError) as exc:
-                logger.warning("MCP tool %r is left out: %s", mcp_name[:128], exc)
+            except (TypeError, ValueError, RecursionError) as exc:
+                why = "it nests too deep" if isinstance(exc, RecursionError) else exc
+                logger.warning("MCP tool %r is left out: %s", mcp_name[:128], why)
                 continue
             actions.append(action)
             names[name] = mcp_name
@@ -145,3 +184,47 @@ class Listing:
         return self.names == other.names and [a.to_dict() for a in self.actions] == [
             a.to_dict() for a in other.actions
         ]
+
+
+def _more_than_tools() -> None:
+    logger.warning("an MCP server lists more than %d tools; the rest are left out", MAX_TOOLS)
+
+
+async def fetch_tools(client: Any, max_bytes: int) -> list[Any]:
+    """A server's tools (MCP ``Tool`` objects), page by page from a connected fastmcp client,
+    stopping as soon as ``MAX_TOOLS`` tools, ``MAX_PAGES`` pages or ``max_bytes`` of tools (as
+    JSON, all pages together) are reached: what came until then is kept, and a warning says
+    the rest are left out. A cursor the server gave before ends the list too."""
+    tools: list[Any] = []
+    size = 0
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        page = await client.list_tools_mcp(cursor=cursor)
+        for tool in page.tools:
+            if len(tools) >= MAX_TOOLS:
+                _more_than_tools()
+                return tools
+            size += len(tool.model_dump_json(by_alias=True, exclude_none=True))
+            if size > max_bytes:
+                logger.warning(
+                    "an MCP server's tool list is over %d bytes (the instance's "
+                    "max_response_bytes); the rest are left out",
+                    max_bytes,
+                )
+                return tools
+            tools.append(tool)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+        if len(tools) >= MAX_TOOLS:
+            _more_than_tools()
+            return tools
+        if cursor in seen:
+            logger.warning("an MCP server's tool list repeats a page; the rest are left out")
+            return tools
+        seen.add(cursor)
+    logger.warning(
+        "an MCP server's tool list runs to more than %d pages; the rest are left out", MAX_PAGES
+    )
+    return tools

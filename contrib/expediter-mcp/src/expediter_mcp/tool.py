@@ -27,7 +27,7 @@ from expediter.core.records.redaction import hide_values
 from expediter.errors import ActionNotFound, ConfigError, EgressBlocked
 from expediter_mcp.config import FIELDS, SECRET_FIELDS, Settings
 from expediter_mcp.connect import auth_headers, make_client
-from expediter_mcp.listing import Listing
+from expediter_mcp.listing import Listing, fetch_tools
 from expediter_mcp.results import tool_result
 from expediter_mcp.sessions import POOL, CredentialsRefused, Session, credential_hash
 
@@ -161,7 +161,9 @@ class McpTool(expediter.Toolbox):
         if found is None:
             try:
                 found = EgressPolicy(
-                    allow_networks=networks, resolver=self.resolver or DEFAULT_RESOLVER
+                    allow_networks=networks,
+                    resolver=self.resolver or DEFAULT_RESOLVER,
+                    owner=EgressPolicy.owner_of(context),
                 )
             except ValueError as exc:
                 raise ConfigError(f"mcp: allow_networks: {exc}") from None
@@ -290,13 +292,18 @@ class McpTool(expediter.Toolbox):
         keep the listing; ``auth`` (an ``httpx2.Auth``, e.g. an interactive OAuth flow)
         replaces the instance's own. ``timeout`` bounds the whole (default: the instance's)."""
         limit = self.settings.timeout if timeout is None else timeout
+        max_bytes = self.settings.max_response_bytes
         call = self._call(context)
 
         async def run() -> Listing:
             session = Session(("unpooled", *call.key), self._maker(context, call, auth, limit))
             try:
                 client = await session.open(limit)
-                tools = await asyncio.wait_for(client.list_tools(), limit)
+                tools = await asyncio.wait_for(fetch_tools(client, max_bytes), limit)
+            except Exception:
+                if session.failure is not None:  # what broke the session, not its symptom
+                    raise session.failure from None
+                raise
             finally:
                 await session.close()
             return self._keep(call.key, Listing.of(tools, time.monotonic()))
@@ -331,10 +338,11 @@ class McpTool(expediter.Toolbox):
     async def _list(self, context: expediter.CallContext, call: _Call) -> Listing:
         """Ask the server for its tools (on this loop's session) and keep the listing."""
         timeout = self.settings.timeout
+        max_bytes = self.settings.max_response_bytes
         self._stale.discard(call.key)
 
         async def use(client: Client[Any]) -> Any:
-            return await asyncio.wait_for(client.list_tools(), timeout)
+            return await asyncio.wait_for(fetch_tools(client, max_bytes), timeout)
 
         try:
             tools = await POOL.run(

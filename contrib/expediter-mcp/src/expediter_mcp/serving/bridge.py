@@ -74,17 +74,30 @@ class Reply:
     blocks: tuple[Mapping[str, Any], ...] | None = None
 
 
-def approval_text(key: str, reason: str | None, *, waited: float | None = None) -> str:
-    """The refusal of a call that waits for a human's decision, naming the command that
-    approves it."""
+def approval_text(reason: str | None, *, waited: float | None = None) -> str:
+    """The refusal of a call that waits for a human's decision, as the client reads it: an
+    operator decides. The client is often an agent with a shell, so neither the call's key
+    nor the command that approves it is named (the operator finds both in the server's log
+    and in ``expediter approvals ls``)."""
     why = f" ({reason})" if reason else ""
     text = (
-        f"refused for now: the call needs a human's approval{why}. Approve it with "
-        f"`expediter approve {key}` (it then runs there) or deny it with `expediter deny {key}`"
+        f"refused for now: the call needs a human's approval{why}: an operator of this "
+        "server has to decide on it, and it runs only if they approve it"
     )
     if waited is not None:
         text += f"; still waiting: no decision came within {waited:g} seconds"
     return text
+
+
+def _tell_operator(event: CallEvent) -> None:
+    """Log, for the operator only, which call waits and how to decide it."""
+    logger.warning(
+        "call %s (%s) waits for an operator's decision: expediter approve %s, or expediter deny %s",
+        event.name,
+        event.reason or "needs approval",
+        event.key,
+        event.key,
+    )
 
 
 class Bridge:
@@ -302,8 +315,9 @@ class Bridge:
         """Refuse a call that waits for approval, or wait (``approval_wait``) for the
         decision, made in another process, and return the call's final outcome."""
         wait = self.approval_wait
+        _tell_operator(event)
         if wait is None:
-            return Reply(approval_text(event.key, event.reason), is_error=True)
+            return Reply(approval_text(event.reason), is_error=True)
         import anyio
         import anyio.to_thread
 
@@ -320,7 +334,7 @@ class Bridge:
         )
         outcome = final.get(event.key)
         if outcome is None:
-            return Reply(approval_text(event.key, event.reason, waited=wait), is_error=True)
+            return Reply(approval_text(event.reason, waited=wait), is_error=True)
         return self.reply(outcome, host)
 
     def reply(self, event: CallEvent, host: Host | None = None) -> Reply:
@@ -344,7 +358,7 @@ class Bridge:
         if event.status == "denied":
             return Reply(f"denied: {event.error or event.reason or 'no reason given'}", None, True)
         if event.status == "awaiting_approval":
-            return Reply(approval_text(event.key, event.reason), None, True)
+            return Reply(approval_text(event.reason), None, True)
         if event.status == "error":
             return Reply(event.error or "the call failed", None, True)
         # requires_client_execution needs client tools, which a server never offers.
