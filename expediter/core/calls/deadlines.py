@@ -16,10 +16,12 @@ its late result never recorded.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any, final
 
 import attrs
@@ -47,11 +49,13 @@ class Deadlines:
         self._on_late = on_late
         #: The work of abandoned calls still running, held until it ends (see the module's
         #: docstring); each removes itself when done, on its own loop.
-        self._adrift: set[asyncio.Future[Any]] = set()
+        self._adrift: set[asyncio.Future[Any] | concurrent.futures.Future[Any]] = set()
 
-    async def in_thread(self, step: Step, invoke: Callable[[Step], Any]) -> Any:
-        """Run ``invoke(step)`` (a sync tool) on a worker thread, bounded from the moment the
-        thread starts it."""
+    async def in_thread(
+        self, step: Step, invoke: Callable[[Step], Any], threads: Executor | None = None
+    ) -> Any:
+        """Run ``invoke(step)`` (a sync tool) on a worker thread of ``threads`` (the host's;
+        None: the loop's default executor), bounded from the moment the thread starts it."""
         loop = asyncio.get_running_loop()
         started = loop.create_future()
         timeout = self.timeout
@@ -71,15 +75,22 @@ class Deadlines:
             except (SystemExit, KeyboardInterrupt) as exc:
                 raise ToolExit(exc) from None
 
-        work = loop.run_in_executor(None, run)
+        late: asyncio.Future[Any] | concurrent.futures.Future[Any]
+        if threads is None:
+            work = late = loop.run_in_executor(None, run)
+        else:
+            # What the thread still returns is watched on the thread's own future: the
+            # caller's loop may be closed by then (its asyncio.run ended at the deadline).
+            late = threads.submit(run)
+            work = asyncio.wrap_future(late)
         try:
             await asyncio.wait((started, work), return_when=asyncio.FIRST_COMPLETED)
             done, _ = await asyncio.wait((work,), timeout=timeout)
         except BaseException:
-            self.abandon(step, work)
+            self.abandon(step, late)
             raise
         if work not in done:
-            self.abandon(step, work)
+            self.abandon(step, late)
             raise TimeoutError(
                 f"the tool did not finish within {timeout} s; it cannot be stopped, "
                 "so a result it still returns is recorded as late"
@@ -110,7 +121,9 @@ class Deadlines:
             raise TimeoutError(f"the tool did not finish within {timeout} s and was cancelled")
         return task.result()
 
-    def abandon(self, step: Step, work: asyncio.Future[Any] | None = None) -> None:
+    def abandon(
+        self, step: Step, work: asyncio.Future[Any] | concurrent.futures.Future[Any] | None = None
+    ) -> None:
         """The call is reported failed while its tool may still run (or, in a thread's queue,
         has not started: then it never will). What ``work`` still returns or raises goes to
         ``on_late`` once the failure is recorded."""
@@ -131,7 +144,7 @@ class Deadlines:
         if late is not None:
             self._on_late(step, *late)
 
-    def _late(self, step: Step, work: asyncio.Future[Any]) -> None:
+    def _late(self, step: Step, work: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
         if work.cancelled() or not step.running:
             return  # it stopped when asked, or never started: nothing ran on
         exc = work.exception()

@@ -1,16 +1,24 @@
-"""A private event loop on a background thread: every async tool runs there, for synchronous
-callers (``run``, ``call``) and asynchronous ones (``arun``, ``acall``) alike, so a tool that
-ignores its cancellation or blocks its loop never holds the caller's own event loop (nor its
-``asyncio.run`` at shutdown, which waits for every task left on it)."""
+"""The host's own places to run tools: an event loop on a background thread, where every async
+tool runs for synchronous callers (``run``, ``call``) and asynchronous ones (``arun``,
+``acall``) alike, and the worker threads sync tools run in under ``arun``/``acall``. Neither is
+the caller's: a tool that ignores its cancellation, blocks its loop or sleeps past its deadline
+never holds the caller's event loop, nor its ``asyncio.run`` at shutdown (which waits for every
+task left on its loop and every thread of its default executor)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, final
 
-__all__ = ["BackgroundLoop"]
+__all__ = ["TOOL_THREADS", "BackgroundLoop"]
+
+#: How many sync tools one host runs at once under ``arun``/``acall`` (asyncio's default
+#: executor's number); a call waiting for a thread has not started its deadline.
+TOOL_THREADS = min(32, (os.cpu_count() or 1) + 4)
 
 T = TypeVar("T")
 
@@ -26,7 +34,22 @@ class BackgroundLoop:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._threads: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+
+    @property
+    def threads(self) -> ThreadPoolExecutor:
+        """The worker threads sync tools run in under ``arun``/``acall`` (``TOOL_THREADS``: a
+        turn's calls wait for a free one, outside their deadlines)."""
+        threads = self._threads
+        if threads is None:
+            with self._lock:
+                if self._threads is None:
+                    self._threads = ThreadPoolExecutor(
+                        TOOL_THREADS, thread_name_prefix="expediter-tool"
+                    )
+                threads = self._threads
+        return threads
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -64,10 +87,13 @@ class BackgroundLoop:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_await(awaitable), loop))
 
     def close(self) -> None:
-        """Stop the loop and its thread."""
+        """Stop the loop and its thread; the worker threads end once their tools return
+        (Python cannot stop a thread), and calls not started by then never start."""
         with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
+            loop, thread, threads = self._loop, self._thread, self._threads
+            self._loop = self._thread = self._threads = None
+        if threads is not None:
+            threads.shutdown(wait=False, cancel_futures=True)
         if loop is None or thread is None:
             return
         loop.call_soon_threadsafe(loop.stop)

@@ -625,7 +625,8 @@ class Executor:
             step.ended = time.perf_counter()  # an awaitable's end is set where it is awaited
 
     async def _ainvoke(self, step: Step) -> Any:
-        """Run the tool: sync tools in a thread, async ones on the host's loop. The deadline starts
+        """Run the tool: sync tools in one of the host's threads, async ones on the host's loop
+        (never on the caller's, whose shutdown would wait for them). The deadline starts
         when the tool starts (waiting for a free thread does not count); a call cancelled
         before its thread picked it up never starts. A call that times out or is cancelled
         has its context's ``cancel_event`` set, so a thread still running can see
@@ -640,7 +641,7 @@ class Executor:
             if step.loaded.is_async(step.action or ""):
                 value = self._invoke(step)
             else:
-                value = await self.deadlines.in_thread(step, self._invoke)
+                value = await self.deadlines.in_thread(step, self._invoke, self._loop().threads)
             if hasattr(value, "__await__"):
                 # On the host's loop, as in ``execute``: at the deadline this caller is told
                 # at once, and a tool that ignores its cancellation keeps running there, not

@@ -204,6 +204,39 @@ def test_the_callers_loop_never_waits_for_a_tool_that_ignores_its_deadline(
     assert not [r for r in caplog.records if r.name == "asyncio"], "asyncio complained"
 
 
+def test_the_callers_loop_never_waits_for_a_sync_tool_past_its_deadline(
+    make_host: Callable[..., Host], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Sync tools under arun run in the host's threads, not the caller's default executor,
+    # which asyncio.run joins at shutdown (it used to wait for the tool to return).
+    gate, ended = threading.Event(), threading.Event()
+
+    @expediter.tool
+    def sleepy() -> str:
+        """Block until let go, past the deadline."""
+        gate.wait(10)
+        ended.set()
+        return "woke up"
+
+    host = make_host(sleepy, record_calls=True, call_timeout=TIMEOUT)
+    toolset = host.toolset()
+
+    async def turn() -> list[CallEvent]:
+        return _final([e async for e in toolset.arun([_call(toolset, "c1", "sleepy")])])
+
+    watchdog = threading.Timer(5.0, gate.set)  # fail, not hang, where the loop would wait
+    watchdog.start()
+    try:
+        (event,) = asyncio.run(turn())
+        assert not ended.is_set(), "the caller's asyncio.run waited for the tool's thread"
+        assert (event.status, event.error_type) == ("error", "TimeoutError")
+    finally:
+        watchdog.cancel()
+        gate.set()
+    assert ended.wait(10)
+    _recorded_late(host, event.key, "woke up")
+
+
 def test_several_stubborn_calls_in_one_turn_each_time_out_and_are_each_recorded_late(
     make_host: Callable[..., Host], caplog: pytest.LogCaptureFixture
 ) -> None:

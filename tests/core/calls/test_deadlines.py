@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 import expediter
 from expediter.core.records.calls import ToolCall
 
@@ -59,7 +61,12 @@ def test_waiting_for_a_worker_thread_does_not_count_against_the_deadline(make_ho
     assert all(e.duration_ms < 500 for e in events)  # the tool's time, not the queue's
 
 
-def test_a_call_cancelled_before_it_started_never_starts(make_host) -> None:
+def test_a_call_cancelled_before_it_started_never_starts(
+    make_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from expediter.core.calls import eventloop
+
+    monkeypatch.setattr(eventloop, "TOOL_THREADS", 1)  # the host's threads: one at a time
     started: list[int] = []
 
     @expediter.tool
@@ -73,9 +80,6 @@ def test_a_call_cancelled_before_it_started_never_starts(make_host) -> None:
     toolset = host.toolset()
 
     async def main() -> None:
-        asyncio.get_running_loop().set_default_executor(
-            concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        )
         events = toolset.arun(_calls(toolset, "slow", 4), message_id="m1")
         async for event in events:
             if event.status == "completed":
