@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import threading
 import time
@@ -81,7 +82,8 @@ class Deadlines:
         else:
             # What the thread still returns is watched on the thread's own future: the
             # caller's loop may be closed by then (its asyncio.run ended at the deadline).
-            late = threads.submit(run)
+            # The caller's context variables, as an async tool sees them.
+            late = threads.submit(contextvars.copy_context().run, run)
             work = asyncio.wrap_future(late)
         try:
             await asyncio.wait((started, work), return_when=asyncio.FIRST_COMPLETED)

@@ -8,6 +8,7 @@ task left on its loop and every thread of its default executor)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from collections.abc import Awaitable
@@ -27,6 +28,24 @@ async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
+_CLOSED = "the host was closed while the call was running"
+
+#: How long a closing host's loop gives the tasks it cancelled to end.
+_WIND_DOWN_SECONDS = 0.05
+
+
+def _wind_down(loop: asyncio.AbstractEventLoop) -> None:
+    """On the loop, as the host closes: cancel what still runs (tools past their deadlines),
+    give it a moment to end, and stop."""
+    running = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in running:
+        task.cancel()
+    if running:
+        loop.call_later(_WIND_DOWN_SECONDS, loop.stop)
+    else:
+        loop.stop()
+
+
 @final
 class BackgroundLoop:
     """One long-lived loop per host: async tools keep their clients across calls."""
@@ -36,6 +55,9 @@ class BackgroundLoop:
         self._thread: threading.Thread | None = None
         self._threads: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        #: What callers wait for on the loop: told the host closed, should it close first.
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
+        self._closed = False
 
     @property
     def threads(self) -> ThreadPoolExecutor:
@@ -60,6 +82,7 @@ class BackgroundLoop:
                 )
                 thread.start()
                 self._loop, self._thread = loop, thread
+                self._closed = False
             return self._loop
 
     def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
@@ -71,9 +94,13 @@ class BackgroundLoop:
             if close is not None:
                 close()  # never awaited: say so quietly rather than warn
             raise RuntimeError("cannot wait for the host's loop from a task running on it")
-        future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
+        future = self._submit(awaitable, loop)
         try:
             return future.result(timeout)
+        except concurrent.futures.CancelledError:
+            if self._closed:
+                raise RuntimeError(_CLOSED) from None
+            raise
         except BaseException:
             future.cancel()
             raise
@@ -84,7 +111,21 @@ class BackgroundLoop:
         loop = self._start()
         if asyncio.get_running_loop() is loop:
             return await awaitable
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_await(awaitable), loop))
+        try:
+            return await asyncio.wrap_future(self._submit(awaitable, loop))
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._closed and not (current is not None and current.cancelling()):
+                raise RuntimeError(_CLOSED) from None  # not the caller's own cancellation
+            raise
+
+    def _submit(
+        self, awaitable: Awaitable[T], loop: asyncio.AbstractEventLoop
+    ) -> concurrent.futures.Future[T]:
+        future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
+        self._waiting.add(future)
+        future.add_done_callback(self._waiting.discard)
+        return future
 
     def close(self) -> None:
         """Stop the loop and its thread; the worker threads end once their tools return
@@ -92,12 +133,19 @@ class BackgroundLoop:
         with self._lock:
             loop, thread, threads = self._loop, self._thread, self._threads
             self._loop = self._thread = self._threads = None
+            self._closed = loop is not None  # a call the close cut short says so
         if threads is not None:
             threads.shutdown(wait=False, cancel_futures=True)
         if loop is None or thread is None:
             return
-        loop.call_soon_threadsafe(loop.stop)
+        loop.call_soon_threadsafe(_wind_down, loop)
         thread.join(timeout=5)
+        if not thread.is_alive():
+            # The loop will never finish what it still ran (a tool that ignored its
+            # cancellation): whoever waits for it is told now rather than never.
+            for future in list(self._waiting):
+                if not future.done():
+                    future.set_exception(RuntimeError(_CLOSED))
         loop.close()
 
     def __del__(self) -> None:

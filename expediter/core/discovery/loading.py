@@ -610,7 +610,17 @@ class LoadedTools:
         with self._lock:
             loaded = self._loaded.get(key)
             if loaded is None:
-                instance = tool_type.factory(config)
+                try:
+                    instance = tool_type.factory(config)
+                except SystemExit as exc:
+                    # A constructor calling sys.exit must not stop the host (nor every user's
+                    # toolset of a shared instance): it is that instance's error, as a call's
+                    # SystemExit is the call's (its message is hidden where it is shown).
+                    code = exc.code if type(exc.code) is int or exc.code is None else "a message"
+                    raise RuntimeError(
+                        f"the tool {tool_type.name!r} tried to exit the program while it was "
+                        f"being set up (SystemExit with {code})"
+                    ) from exc
                 relay = make_relay(instance, tool_type.name, self._wrappers())
                 loaded = LoadedTool(
                     tool_type,

@@ -16,6 +16,8 @@ counts as a form of a secret is fixed here, once, for every caller:
   message quoting a dict of the configuration holds) and as JSON does (ASCII escapes or UTF-8),
   once and twice (a JSON log line of such a message);
 - percent-encoded (``quote``, ``quote_plus``: a URL's query or a form body);
+- as its UTF-8 bytes show in Python (``repr(secret.encode())``: a message quoting the bytes a
+  tool sent) and in hexadecimal (lower and upper case: a hex dump, ``bytes.hex()``);
 - inside base64 (standard or URL-safe alphabet), at any offset: a basic credential
   ``base64(user:password)`` whoever the user is, or the token encoded on its own. The whole
   base64 run holding it is hidden.
@@ -76,7 +78,8 @@ MASK = "***"
 _SECRET_WORDS = frozenset(
     {"password", "passwords", "passwd", "passphrase", "passcode", "pwd", "pin", "ssn"}
     | {"secret", "secrets", "token", "credential", "credentials", "cookie", "jwt", "bearer"}
-    | {"auth", "authorization", "authorisation", "otp", "totp", "hotp", "cvv", "cvc"}
+    | {"auth", "authorization", "authorisation", "authentication", "otp", "totp", "hotp"}
+    | {"cvv", "cvc"}
     # Compounds commonly written as one lowercase word.
     | {"apikey", "apitoken", "authtoken", "accesstoken", "refreshtoken", "sessiontoken"}
     | {"secretkey", "privatekey", "privkey", "accesskey", "clientsecret", "apisecret"}
@@ -85,6 +88,7 @@ _SECRET_WORDS = frozenset(
 _SECRET_PAIRS = frozenset(
     {("api", "key"), ("private", "key"), ("access", "key"), ("session", "key")}
     | {("signing", "key"), ("encryption", "key"), ("master", "key"), ("card", "number")}
+    | {("subscription", "key")}  # Ocp-Apim-Subscription-Key and the like
     | {("security", "code"), ("verification", "code"), ("recovery", "code")}
 )
 #: Secret only as the whole name (``{"user": ..., "pass": ...}``), not as a token:
@@ -257,6 +261,13 @@ def _forms(secret: str) -> set[str]:
             forms.add(encode(secret))
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8, so no percent-encoding
             pass
+    try:
+        data = secret.encode()
+    except UnicodeEncodeError:
+        pass
+    else:
+        forms.add(repr(data)[2:-1])  # b'p\xc3\xa4ss' quoted in a message
+        forms |= {data.hex(), data.hex().upper()}
     forms.discard("")  # a secret of control characters only
     return forms
 
@@ -337,6 +348,14 @@ def hide_values(value: Any, secrets: frozenset[str]) -> Any:
     return _plan(secrets if type(secrets) is frozenset else frozenset(secrets)).value(value)
 
 
+def _shown(value: Any) -> str:
+    """``str(value)``, or its type's name where that raises (as ``logging`` would go on)."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 def _traceback(exc: BaseException) -> str:
     """An exception's traceback as ``logging`` formats it (chained exceptions included)."""
     try:
@@ -369,8 +388,8 @@ def log_hidden(
         return
     try:
         text = message % args if args else message
-    except Exception:  # a bad format: the parts as they are
-        text = " ".join(map(str, (message, *args)))
+    except Exception:  # a bad format, or an argument whose str() raises: the parts as they are
+        text = " ".join(map(_shown, (message, *args)))
     caller = sys._getframe(1)
     record = logger.makeRecord(
         logger.name,

@@ -657,6 +657,27 @@ def test_acall_awaits_async_tools_on_the_hosts_loop_as_call_does(make_host: Make
     assert seen[0] == seen[1]  # the same loop as call's
 
 
+def test_acall_runs_sync_tools_in_the_hosts_threads_with_the_callers_context(
+    make_host: MakeHost,
+) -> None:
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+    seen: list[str] = []
+
+    @expediter.tool
+    def where() -> str:
+        seen.append(threading.current_thread().name)
+        return marker.get()
+
+    host = make_host(where)
+
+    async def run() -> expediter.CallEvent:
+        marker.set("the caller's")
+        return await host.acall("where", "where", {})
+
+    assert asyncio.run(run()).result == "the caller's"  # as an async tool sees them
+    assert seen[0].startswith("expediter-tool")
+
+
 # -- CallContext injection ------------------------------------------------------------------------
 
 

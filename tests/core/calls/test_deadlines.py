@@ -160,3 +160,33 @@ def test_an_async_tool_blocking_the_loop_does_not_make_the_next_call_time_out(ma
     second = host.call("pair", "quick")
     assert (first.status, first.error_type) == ("error", "TimeoutError")
     assert (second.status, second.result) == ("completed", "quick")
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["cancellable", "ignores-cancellation"])
+def test_closing_the_host_while_a_call_runs_tells_its_caller(make_host, stubborn: bool) -> None:
+    # The loop stops with the host: a caller waiting for a tool on it used to wait forever.
+    started = threading.Event()
+
+    @expediter.tool
+    async def nap() -> str:
+        """Wait until the host goes away."""
+        started.set()
+        while True:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                if not stubborn:
+                    raise
+
+    host = make_host(nap, call_timeout=60)
+    events: list[Any] = []
+    caller = threading.Thread(target=lambda: events.append(host.call("nap", "nap", {})))
+    caller.daemon = True
+    caller.start()
+    assert started.wait(10)
+    host.close()
+    caller.join(10)
+    assert not caller.is_alive(), "the caller still waits for a host that closed"
+    (event,) = events
+    assert (event.status, event.error_type) == ("error", "RuntimeError")
+    assert "the host was closed while the call was running" in (event.error or "")

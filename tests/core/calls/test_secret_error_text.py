@@ -26,7 +26,7 @@ from expediter.core.host import Host
 from expediter.core.instances.keys import generate_key
 from expediter.core.records import redaction
 from expediter.core.records.calls import CallEvent
-from expediter.core.records.redaction import MASK, hide_values
+from expediter.core.records.redaction import MASK, hide_values, log_hidden
 
 #: Distinctive values, new for each run.
 KEY = f"vault-key-{uuid.uuid4().hex}"
@@ -55,6 +55,8 @@ class Vault(expediter.Toolbox):
         super().__init__(config)
         if config and config.get("region") == "nowhere":
             raise ValueError(f"cannot connect to {VISIBLE} with {dict(config)!r}")
+        if config and config.get("region") == "exit":
+            raise SystemExit(f"cannot start with {dict(config)!r}")
 
     @expediter.action
     def fetch(self, item: str) -> str:
@@ -251,6 +253,32 @@ def test_a_constructor_quoting_its_configuration_shows_no_secret(
     )
 
 
+def test_a_constructor_calling_sys_exit_with_its_secret_is_that_instances_error(
+    host: Host, shared_url: str, tmp_path: Path, logs: pytest.LogCaptureFixture
+) -> None:
+    # A shared instance: had SystemExit left toolset(), every user's turn would stop (and print
+    # the secret, were nothing to catch it).
+    stored = host.instances.add("vault", "exits", {"key": KEY, "region": "exit"})
+    host.instances.add("vault", "fine", {"key": KEY, "region": "eu"})
+    toolset = host.toolset(user_id="bob")
+    (error,) = toolset.errors
+    assert "tried to exit the program" in error
+    assert any(o.action.name == "fetch" for o in toolset.actions)  # the other instance stays
+    event = host.call(stored.id, "fetch", {"item": "a"}, user_id="bob")
+    assert event.status == "error"
+    assert "tried to exit the program" in (event.error or "")
+    _assert_hidden(
+        [KEY],
+        {
+            "toolset.errors": "\n".join(toolset.errors),
+            "event": _event_text(event),
+            "ledger row": _row_text(host, event.key),
+            "database": _database_text(shared_url, tmp_path),
+            **{f"log record {i}": text for i, text in enumerate(_log_texts(logs))},
+        },
+    )
+
+
 # -- (b) a tool raising with its configuration's secret -----------------------------------------
 
 
@@ -428,3 +456,30 @@ def test_very_short_secrets_do_not_turn_errors_into_asterisks(
         "abcd",
         "wxyz",
     }
+
+
+@pytest.mark.parametrize("secret", ["pässwörd-0123", "plain-ascii-secret"])
+def test_a_secret_is_hidden_as_its_bytes_and_in_hexadecimal(secret: str) -> None:
+    data = secret.encode()
+    for shown in (repr(data), data.hex(), data.hex().upper(), f"sent {data!r} to {VISIBLE}"):
+        hidden = hide_values(shown, frozenset({secret}))
+        assert secret not in hidden
+        assert repr(data)[2:-1] not in hidden
+        assert data.hex() not in hidden.lower()
+    assert hide_values(f"sent {data!r} to {VISIBLE}", frozenset({secret})) == (
+        f"sent b'{MASK}' to {VISIBLE}"
+    )
+
+
+def test_a_log_argument_whose_str_raises_is_logged_without_raising(
+    logs: pytest.LogCaptureFixture,
+) -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    logger = logging.getLogger("expediter.test.hidden")
+    log_hidden(logger, logging.ERROR, "%d %s", Unprintable(), KEY, secrets=frozenset({KEY}))
+    (record,) = [r for r in logs.records if r.name == logger.name]
+    assert KEY not in record.getMessage()
+    assert "<Unprintable>" in record.getMessage()

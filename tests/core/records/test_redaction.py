@@ -66,6 +66,10 @@ NAME_DECISIONS = [
     ("cvv", True, "word"),
     ("cvv2", True, "digits split off"),
     ("cvc", True, "word"),
+    ("Authentication", True, "word (a header some APIs use)"),
+    ("Ocp-Apim-Subscription-Key", True, "pair"),
+    ("subscription_key", True, "pair"),
+    ("subscription_id", False, "not a pair"),
     ("pass", True, "whole name only"),
     ("pw", True, "whole name only"),
     # ordinary names that merely contain a secret word, or sit next to one
