@@ -179,10 +179,8 @@ def test_the_callers_loop_never_waits_for_a_tool_that_ignores_its_deadline(
     state = Stubborn()
     host = make_host(state.tool(), record_calls=True, call_timeout=TIMEOUT)
     toolset = host.toolset()
-    callers: list[int] = []
 
     async def turn() -> list[CallEvent]:
-        callers.append(threading.get_ident())
         calls = [_call(toolset, "c1", "stubborn", label="alone")]
         return _final([e async for e in toolset.arun(calls, message_id="m1")])
 
